@@ -1,0 +1,364 @@
+//! The slice API: round to values, encode to codes, decode codes; out of place, in place,
+//! or into a new `Vec`. Work above [`PARALLEL_MIN`] elements is split into chunks on rayon's
+//! pool; results are identical whatever the thread count (stochastic rounding included:
+//! its random bits are keyed by element index).
+
+use super::kernel::{f32_native, run, Plan};
+use super::types::{Code, Float, Word};
+use super::{RoundOptions, Status};
+use crate::error::{Error, Result};
+use crate::format::FloatFormat;
+use crate::simd;
+use rayon::prelude::*;
+
+/// Elements per work item.
+const CHUNK: usize = 1 << 14;
+/// Elements per stack block where binary32 inputs are widened, or data rounded in place.
+const BLOCK: usize = 512;
+/// Slices at least this long are processed in parallel.
+pub const PARALLEL_MIN: usize = 1 << 17;
+
+/// Bit-preserving conversion between float types of the same width, else through `f64`
+/// (exact for every value the destination can hold).
+#[inline(always)]
+fn convert<I: Float, O: Float>(v: I) -> O {
+    if I::MANT == O::MANT {
+        O::from_bits(<O::Bits as Word>::from_u64(v.to_bits().to_u64()))
+    } else {
+        O::from_f64(v.to_f64())
+    }
+}
+
+/// The kernel plan for input type `I`: native lanes, or binary32 widened to binary64.
+enum Route<I: Float> {
+    Native(Plan<I>),
+    Widen(Plan<f64>),
+}
+
+impl<I: Float> Route<I> {
+    fn new(fmt: &FloatFormat, opts: &RoundOptions, values: bool) -> Self {
+        if I::MANT == 52 || f32_native(fmt, values) {
+            Route::Native(Plan::new(fmt, opts))
+        } else {
+            Route::Widen(Plan::new(fmt, opts))
+        }
+    }
+}
+
+/// Call `f` on each piece of `(src, dst)` that does not cross a multiple of 2^32 in index.
+#[inline(always)]
+fn split32<S, D>(
+    src: &[S],
+    dst: &mut [D],
+    index0: u64,
+    f: &(impl Fn(&[S], &mut [D], u64) -> Status + Sync),
+) -> Status {
+    let room = (1u64 << 32) - (index0 & 0xffff_ffff);
+    if (src.len() as u64) <= room {
+        f(src, dst, index0)
+    } else {
+        let k = room as usize;
+        let (s0, s1) = src.split_at(k);
+        let (d0, d1) = dst.split_at_mut(k);
+        f(s0, d0, index0) + f(s1, d1, index0 + room)
+    }
+}
+
+/// Apply `f` to matching chunks of `src` and `dst`, in parallel for long slices, each chunk
+/// under the best available instruction set.
+fn for_chunks<S: Sync, D: Send>(
+    src: &[S],
+    dst: &mut [D],
+    index0: u64,
+    f: impl Fn(&[S], &mut [D], u64) -> Status + Sync,
+) -> Status {
+    let one = |(i, (s, d)): (usize, (&[S], &mut [D]))| {
+        let at = index0.wrapping_add((i * CHUNK) as u64);
+        simd::dispatch(|| split32(s, d, at, &f))
+    };
+    if src.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+        src.par_chunks(CHUNK)
+            .zip(dst.par_chunks_mut(CHUNK))
+            .enumerate()
+            .map(one)
+            .reduce(Status::default, |a, b| a + b)
+    } else {
+        src.chunks(CHUNK)
+            .zip(dst.chunks_mut(CHUNK))
+            .enumerate()
+            .map(one)
+            .fold(Status::default(), |a, b| a + b)
+    }
+}
+
+/// `f` over `(src, dst)` through a binary64 stack block holding the widened input.
+#[inline(always)]
+fn widened<I: Float, D>(
+    src: &[I],
+    dst: &mut [D],
+    index0: u64,
+    f: impl Fn(&[f64], &mut [D], u64) -> Status,
+) -> Status {
+    let mut tmp = [0f64; BLOCK];
+    let mut st = Status::default();
+    for (k, (s, d)) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)).enumerate() {
+        let t = &mut tmp[..s.len()];
+        t.iter_mut().zip(s).for_each(|(t, s)| *t = s.to_f64());
+        st += f(t, d, index0 + (k * BLOCK) as u64);
+    }
+    st
+}
+
+fn check_len(input: usize, output: usize) -> Result<()> {
+    if input == output {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { input, output })
+    }
+}
+
+fn check_values<O: Float>(fmt: &FloatFormat) -> Result<()> {
+    if O::MANT == 23 && !fmt.fits_f32() {
+        return Err(Error::OutputTooNarrow {
+            format: fmt.name().into_owned(),
+            dtype: O::NAME,
+        });
+    }
+    Ok(())
+}
+
+/// Round every element of `src` into `fmt` and write the values to `dst` (the same length).
+///
+/// Inputs and outputs may be `f32` or `f64` in any combination; every input is rounded once,
+/// exactly. Returns what happened.
+///
+/// # Errors
+///
+/// [`Error::LengthMismatch`]; [`Error::OutputTooNarrow`] for an `f32` output and a format
+/// whose values binary32 cannot hold (fp64, or a wide custom format).
+///
+/// ```
+/// use lowprec::{round_into, FloatFormat, RoundOptions};
+/// let x = [0.1f32, 1.0, 300.0, 1e-4, f32::NAN];
+/// let mut y = [0f32; 5];
+/// let st = round_into(&FloatFormat::FP8_E4M3, &x, &mut y, &RoundOptions::default()).unwrap();
+/// assert_eq!(&y[..4], &[0.1015625, 1.0, 288.0, 0.0]);
+/// assert!(y[4].is_nan());
+/// assert_eq!((st.inexact, st.flushed, st.nan), (3, 1, 1));
+/// ```
+pub fn round_into<I: Float, O: Float>(
+    fmt: &FloatFormat,
+    src: &[I],
+    dst: &mut [O],
+    opts: &RoundOptions,
+) -> Result<Status> {
+    check_len(src.len(), dst.len())?;
+    check_values::<O>(fmt)?;
+    Ok(match Route::<I>::new(fmt, opts, true) {
+        Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            run(&p, s, d, at, |e| convert::<I, O>(e.value))
+        }),
+        Route::Widen(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            widened(s, d, at, |s, d, at| run(&p, s, d, at, |e| O::from_f64(e.value)))
+        }),
+    })
+}
+
+/// Round every element of `data` into `fmt`, in place.
+///
+/// # Errors
+///
+/// [`Error::OutputTooNarrow`] for `f32` data and a format binary32 cannot hold.
+///
+/// ```
+/// use lowprec::{round_in_place, FloatFormat, RoundOptions, RoundingMode};
+/// let mut x = vec![1.0f64 + 2f64.powi(-9), -3.3];
+/// round_in_place(&FloatFormat::BF16, &mut x, &RoundOptions::new(RoundingMode::Up)).unwrap();
+/// assert_eq!(x, [1.0078125, -3.296875]);
+/// ```
+pub fn round_in_place<I: Float>(
+    fmt: &FloatFormat,
+    data: &mut [I],
+    opts: &RoundOptions,
+) -> Result<Status> {
+    check_values::<I>(fmt)?;
+    let route = Route::<I>::new(fmt, opts, true);
+    let f = |buf: &mut [I], at: u64| -> Status {
+        let mut tmp = [I::default(); BLOCK];
+        let mut st = Status::default();
+        for (k, d) in buf.chunks_mut(BLOCK).enumerate() {
+            let t = &mut tmp[..d.len()];
+            t.copy_from_slice(d);
+            let at = at + (k * BLOCK) as u64;
+            st += match &route {
+                Route::Native(p) => split32(t, d, at, &|s: &[I], d: &mut [I], at| {
+                    run(p, s, d, at, |e| e.value)
+                }),
+                Route::Widen(p) => split32(t, d, at, &|s: &[I], d: &mut [I], at| {
+                    widened(s, d, at, |s, d, at| run(p, s, d, at, |e| I::from_f64(e.value)))
+                }),
+            };
+        }
+        st
+    };
+    let index0 = opts.index_offset;
+    let one = |(i, d): (usize, &mut [I])| {
+        let at = index0.wrapping_add((i * CHUNK) as u64);
+        simd::dispatch(|| f(d, at))
+    };
+    Ok(if data.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+        data.par_chunks_mut(CHUNK)
+            .enumerate()
+            .map(one)
+            .reduce(Status::default, |a, b| a + b)
+    } else {
+        data.chunks_mut(CHUNK)
+            .enumerate()
+            .map(one)
+            .fold(Status::default(), |a, b| a + b)
+    })
+}
+
+/// Round `src` into `fmt` and return the values as a new `Vec` of the input's type.
+///
+/// # Errors
+///
+/// As [`round_into`].
+pub fn round_vec<I: Float>(
+    fmt: &FloatFormat,
+    src: &[I],
+    opts: &RoundOptions,
+) -> Result<(Vec<I>, Status)> {
+    let mut out = vec![I::default(); src.len()];
+    let st = round_into(fmt, src, &mut out, opts)?;
+    Ok((out, st))
+}
+
+/// Round every element of `src` into `fmt` and write its code to `dst` (right-aligned:
+/// an fp4 code is a 4-bit number, a tf32 code a 19-bit one).
+///
+/// # Errors
+///
+/// [`Error::LengthMismatch`]; [`Error::CodeTypeTooNarrow`] when `C` has fewer bits than the
+/// format; [`Error::NotEncodable`] when a NaN meets a format without NaN (FP6, FP4): remove
+/// the NaNs, or round to values instead. `dst` is unspecified after an error.
+///
+/// ```
+/// use lowprec::{encode_into, FloatFormat, RoundOptions};
+/// let x = [1.0f32, -0.0, 7.0, 0.25];
+/// let mut c = [0u8; 4];
+/// encode_into(&FloatFormat::FP4_E2M1, &x, &mut c, &RoundOptions::default()).unwrap();
+/// assert_eq!(c, [0x2, 0x8, 0x7, 0x0]); // 7 saturates to 6; 0.25 is the tie 0 | 0.5 → 0
+/// ```
+pub fn encode_into<I: Float, C: Code>(
+    fmt: &FloatFormat,
+    src: &[I],
+    dst: &mut [C],
+    opts: &RoundOptions,
+) -> Result<Status> {
+    check_len(src.len(), dst.len())?;
+    if C::BITS < fmt.bits() {
+        return Err(Error::CodeTypeTooNarrow {
+            format: fmt.name().into_owned(),
+            bits: fmt.bits(),
+            dtype: C::NAME,
+        });
+    }
+    let code = |w: u64| C::from_u64(w);
+    let st = match Route::<I>::new(fmt, opts, false) {
+        Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            run(&p, s, d, at, |e| code(e.code.to_u64()))
+        }),
+        Route::Widen(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            widened(s, d, at, |s, d, at| run(&p, s, d, at, |e| code(e.code)))
+        }),
+    };
+    if st.nan > 0 && !fmt.has_nan() {
+        let first = src.iter().position(|v| v.to_f64().is_nan()).unwrap_or(0) as u64;
+        return Err(Error::NotEncodable {
+            format: fmt.name().into_owned(),
+            count: st.nan,
+            first,
+            why: "it has no NaN code; remove the NaNs first, or round to values instead".into(),
+        });
+    }
+    Ok(st)
+}
+
+/// Round `src` into `fmt` and return the codes as a new `Vec`.
+///
+/// # Errors
+///
+/// As [`encode_into`].
+pub fn encode_vec<I: Float, C: Code>(
+    fmt: &FloatFormat,
+    src: &[I],
+    opts: &RoundOptions,
+) -> Result<(Vec<C>, Status)> {
+    let mut out = vec![C::default(); src.len()];
+    let st = encode_into(fmt, src, &mut out, opts)?;
+    Ok((out, st))
+}
+
+/// Decode codes of `fmt` into values (`f32` or `f64`). Formats of at most 16 bits decode
+/// through a table of every code.
+///
+/// # Errors
+///
+/// [`Error::LengthMismatch`]; [`Error::OutputTooNarrow`] for an `f32` output and a format
+/// binary32 cannot hold; [`Error::CodeOutOfRange`] for a code above the format's largest.
+///
+/// ```
+/// use lowprec::{decode_into, FloatFormat};
+/// let mut v = [0f32; 3];
+/// decode_into(&FloatFormat::FP8_E5M2, &[0x3cu8, 0x7b, 0xfc], &mut v).unwrap();
+/// assert_eq!(v, [1.0, 57344.0, f32::NEG_INFINITY]);
+/// assert!(decode_into(&FloatFormat::FP4_E2M1, &[0x10u8], &mut v[..1]).is_err());
+/// ```
+pub fn decode_into<C: Code, O: Float>(fmt: &FloatFormat, codes: &[C], dst: &mut [O]) -> Result<()> {
+    check_len(codes.len(), dst.len())?;
+    check_values::<O>(fmt)?;
+    let max = fmt.max_code();
+    if let Some(i) = codes.iter().position(|c| c.to_u64() > max) {
+        return Err(Error::CodeOutOfRange {
+            format: fmt.name().into_owned(),
+            code: codes[i].to_u64(),
+            bits: fmt.bits(),
+            max,
+        });
+    }
+    let val = |c: u64| O::from_f64(fmt.decode(c));
+    if fmt.bits() <= 8 {
+        let mut t = [O::default(); 256];
+        t.iter_mut().enumerate().for_each(|(c, v)| *v = val(c as u64));
+        for_chunks(codes, dst, 0, |s, d, _| {
+            d.iter_mut().zip(s).for_each(|(d, c)| *d = t[c.to_u64() as u8 as usize]);
+            Status::default()
+        });
+    } else if fmt.bits() <= 16 {
+        let mut t = vec![O::default(); 1 << 16].into_boxed_slice();
+        t.iter_mut().enumerate().for_each(|(c, v)| *v = val(c as u64));
+        let t: &[O; 1 << 16] = (&*t).try_into().expect("table of 2^16 entries");
+        for_chunks(codes, dst, 0, |s, d, _| {
+            d.iter_mut().zip(s).for_each(|(d, c)| *d = t[c.to_u64() as u16 as usize]);
+            Status::default()
+        });
+    } else {
+        for_chunks(codes, dst, 0, |s, d, _| {
+            d.iter_mut().zip(s).for_each(|(d, c)| *d = val(c.to_u64()));
+            Status::default()
+        });
+    }
+    Ok(())
+}
+
+/// Decode codes into a new `Vec` of values.
+///
+/// # Errors
+///
+/// As [`decode_into`].
+pub fn decode_vec<C: Code, O: Float>(fmt: &FloatFormat, codes: &[C]) -> Result<Vec<O>> {
+    let mut out = vec![O::default(); codes.len()];
+    decode_into(fmt, codes, &mut out)?;
+    Ok(out)
+}

@@ -1,0 +1,256 @@
+//! The element types of the slice API: input/output floats ([`Float`]: `f32`, `f64`) and
+//! code integers ([`Code`]: `u8`, `u16`, `u32`, `u64`), and the lane word of the kernels.
+
+use std::fmt::Debug;
+use std::ops::{Add, BitAnd, BitOr, BitXor, Not, Sub};
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for u8 {}
+    impl Sealed for u16 {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+/// The unsigned word a kernel computes in: `u32` for binary32 inputs, `u64` for binary64.
+pub trait Word:
+    sealed::Sealed
+    + Copy
+    + Ord
+    + Eq
+    + Debug
+    + Send
+    + Sync
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + BitAnd<Output = Self>
+    + BitOr<Output = Self>
+    + BitXor<Output = Self>
+    + Not<Output = Self>
+    + 'static
+{
+    /// Width in bits.
+    const BITS: u32;
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+    /// Truncating conversion.
+    fn from_u64(v: u64) -> Self;
+    /// Widening conversion.
+    fn to_u64(self) -> u64;
+    /// 0 or 1.
+    fn from_bool(b: bool) -> Self;
+    /// Shift left by an amount `< BITS`.
+    fn shl(self, n: Self) -> Self;
+    /// Shift right by an amount `< BITS`.
+    fn shr(self, n: Self) -> Self;
+    /// Wrapping addition (for lanes whose result is discarded).
+    fn wadd(self, o: Self) -> Self;
+    /// Wrapping subtraction (for lanes whose result is discarded).
+    fn wsub(self, o: Self) -> Self;
+    /// `if c { a } else { b }`, written as a select.
+    #[inline(always)]
+    fn sel(c: bool, a: Self, b: Self) -> Self {
+        if c {
+            a
+        } else {
+            b
+        }
+    }
+}
+
+macro_rules! word {
+    ($t:ty) => {
+        impl Word for $t {
+            const BITS: u32 = <$t>::BITS;
+            const ZERO: Self = 0;
+            const ONE: Self = 1;
+            #[inline(always)]
+            fn from_u64(v: u64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_u64(self) -> u64 {
+                self as u64
+            }
+            #[inline(always)]
+            fn from_bool(b: bool) -> Self {
+                b as $t
+            }
+            #[inline(always)]
+            fn shl(self, n: Self) -> Self {
+                self << (n & (<$t>::BITS as $t - 1))
+            }
+            #[inline(always)]
+            fn shr(self, n: Self) -> Self {
+                self >> (n & (<$t>::BITS as $t - 1))
+            }
+            #[inline(always)]
+            fn wadd(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn wsub(self, o: Self) -> Self {
+                self.wrapping_sub(o)
+            }
+        }
+    };
+}
+word!(u32);
+word!(u64);
+
+/// A binary float the slice API reads and writes: `f32` or `f64`.
+pub trait Float: sealed::Sealed + Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + 'static {
+    /// The bits, as the kernels' lane word.
+    type Bits: Word;
+    /// Stored mantissa width (23, 52).
+    const MANT: u32;
+    /// Exponent bias (127, 1023).
+    const BIAS: u32;
+    /// The numpy name (`float32`, `float64`).
+    const NAME: &'static str;
+    /// The lowprec format of this type.
+    const FORMAT: crate::FloatFormat;
+    /// The bits.
+    fn to_bits(self) -> Self::Bits;
+    /// From bits.
+    fn from_bits(b: Self::Bits) -> Self;
+    /// An integer below `2^53` (`2^24` for `f32`), exactly.
+    fn from_count(w: Self::Bits) -> Self;
+    /// Widen to `f64` (exact).
+    fn to_f64(self) -> f64;
+    /// From `f64`, rounding to nearest (exact when representable).
+    fn from_f64(v: f64) -> Self;
+    /// From `f32` (exact for both types).
+    fn from_f32(v: f32) -> Self;
+    /// IEEE addition (round to nearest even).
+    fn add(self, o: Self) -> Self;
+    /// IEEE subtraction (round to nearest even).
+    fn sub(self, o: Self) -> Self;
+    /// IEEE multiplication (round to nearest even).
+    fn mul(self, o: Self) -> Self;
+}
+
+impl Float for f32 {
+    type Bits = u32;
+    const MANT: u32 = 23;
+    const BIAS: u32 = 127;
+    const NAME: &'static str = "float32";
+    const FORMAT: crate::FloatFormat = crate::FloatFormat::FP32;
+    #[inline(always)]
+    fn to_bits(self) -> u32 {
+        f32::to_bits(self)
+    }
+    #[inline(always)]
+    fn from_bits(b: u32) -> Self {
+        f32::from_bits(b)
+    }
+    #[inline(always)]
+    fn from_count(w: u32) -> Self {
+        w as i32 as f32
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        self - o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+}
+
+impl Float for f64 {
+    type Bits = u64;
+    const MANT: u32 = 52;
+    const BIAS: u32 = 1023;
+    const NAME: &'static str = "float64";
+    const FORMAT: crate::FloatFormat = crate::FloatFormat::FP64;
+    #[inline(always)]
+    fn to_bits(self) -> u64 {
+        f64::to_bits(self)
+    }
+    #[inline(always)]
+    fn from_bits(b: u64) -> Self {
+        f64::from_bits(b)
+    }
+    #[inline(always)]
+    fn from_count(w: u64) -> Self {
+        w as i64 as f64
+    }
+    #[inline(always)]
+    fn to_f64(self) -> f64 {
+        self
+    }
+    #[inline(always)]
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v as f64
+    }
+    #[inline(always)]
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    #[inline(always)]
+    fn sub(self, o: Self) -> Self {
+        self - o
+    }
+    #[inline(always)]
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+}
+
+/// An unsigned integer holding codes: `u8`, `u16`, `u32` or `u64`.
+pub trait Code: sealed::Sealed + Copy + Default + Eq + Ord + Debug + Send + Sync + 'static {
+    /// Width in bits.
+    const BITS: u32;
+    /// The numpy name (`uint8` …).
+    const NAME: &'static str;
+    /// Truncating conversion.
+    fn from_u64(v: u64) -> Self;
+    /// Widening conversion.
+    fn to_u64(self) -> u64;
+}
+
+macro_rules! code {
+    ($t:ty, $n:expr) => {
+        impl Code for $t {
+            const BITS: u32 = <$t>::BITS;
+            const NAME: &'static str = $n;
+            #[inline(always)]
+            fn from_u64(v: u64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_u64(self) -> u64 {
+                self as u64
+            }
+        }
+    };
+}
+code!(u8, "uint8");
+code!(u16, "uint16");
+code!(u32, "uint32");
+code!(u64, "uint64");

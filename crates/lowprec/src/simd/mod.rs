@@ -1,0 +1,117 @@
+//! Runtime instruction-set dispatch: the one module with `unsafe`.
+//!
+//! The kernels are plain, portable Rust over slices, written so that the compiler
+//! vectorises them. [`dispatch`] runs a closure inside a function compiled with AVX-512 or
+//! AVX2 enabled when the CPU has them (detected once, at run time), so the same source is
+//! vectorised for the widest unit the machine offers; elsewhere, or when
+//! [`set_max_level`] says so, it runs the portable build. Every path computes with the same
+//! integer and IEEE operations, so the bits are identical (the tests compare them).
+//!
+//! # Safety
+//!
+//! A `#[target_feature]` function may only run on a CPU with those features. [`dispatch`]
+//! calls one only after `is_x86_feature_detected!` has confirmed every feature it enables,
+//! and [`set_max_level`] can only lower the level below what was detected.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+/// An instruction-set level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// The target's baseline (SSE2 on x86-64): the portable reference build.
+    Portable = 0,
+    /// AVX2 + FMA + BMI2.
+    Avx2 = 1,
+    /// AVX-512 F/BW/DQ/VL/CD.
+    Avx512 = 2,
+}
+
+impl Level {
+    /// A short name: `portable`, `avx2` or `avx512`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Level::Portable => "portable",
+            Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
+        }
+    }
+}
+
+static MAX_LEVEL: AtomicU8 = AtomicU8::new(Level::Avx512 as u8);
+
+/// The best level this CPU supports (detected once).
+pub fn detected() -> Level {
+    static DETECTED: OnceLock<Level> = OnceLock::new();
+    *DETECTED.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("avx512cd")
+                && std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+                && std::arch::is_x86_feature_detected!("bmi2")
+            {
+                return Level::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2")
+                && std::arch::is_x86_feature_detected!("fma")
+                && std::arch::is_x86_feature_detected!("bmi2")
+            {
+                return Level::Avx2;
+            }
+        }
+        Level::Portable
+    })
+}
+
+/// Cap the level used from now on (process-wide), for tests and benchmarks that compare
+/// paths. Results do not depend on it.
+pub fn set_max_level(level: Level) {
+    MAX_LEVEL.store(level as u8, Ordering::Relaxed);
+}
+
+/// The level [`dispatch`] uses now: the detected one, capped by [`set_max_level`].
+pub fn active() -> Level {
+    let cap = MAX_LEVEL.load(Ordering::Relaxed);
+    let d = detected();
+    if (d as u8) <= cap {
+        d
+    } else if cap >= Level::Avx2 as u8 {
+        Level::Avx2
+    } else {
+        Level::Portable
+    }
+}
+
+/// Run `f` compiled for the active level.
+#[inline(always)]
+pub(crate) fn dispatch<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match active() {
+            // SAFETY: `active()` never exceeds `detected()`, which checked every feature
+            // these functions enable.
+            Level::Avx512 => return unsafe { x86::avx512(f) },
+            Level::Avx2 => return unsafe { x86::avx2(f) },
+            Level::Portable => {}
+        }
+    }
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi1,bmi2")]
+    pub(super) unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
+
+    #[target_feature(enable = "avx2,fma,bmi1,bmi2")]
+    pub(super) unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
+        f()
+    }
+}
