@@ -61,6 +61,9 @@ pub(crate) fn f32_native(fmt: &FloatFormat, values: bool) -> bool {
 pub(crate) struct Plan<I: Float> {
     pub kernel: u8,
     pub mode: u8,
+    /// Whether the format or policy needs the full kernel (unsigned, no zero, fnuz, or an
+    /// overflow result that depends on the sign).
+    pub full: bool,
     pub seed: u64,
     // input layout
     abs: I::Bits,
@@ -102,6 +105,10 @@ pub(crate) struct Plan<I: Float> {
     val_nan: [I::Bits; 2],
     sat_ovf: [I::Bits; 2],
     sat_inf: I::Bits,
+    ovf_mag: I::Bits,
+    ovf_vmag: I::Bits,
+    sign_down: I::Bits,
+    sign_bit: I::Bits,
 }
 
 fn w<W: Word>(v: u64) -> W {
@@ -195,9 +202,16 @@ impl<I: Float> Plan<I> {
         };
         let min_normal_bits = I::from_f64(fmt.min_normal()).to_bits().to_u64();
         let fnuz = fmt.specials() == Specials::Fnuz;
+        let symmetric = (ovf_code(false) | fmt.sign_mask()) == ovf_code(true);
+        let full = !fmt.is_signed() || !fmt.has_zero() || fnuz || !symmetric;
         Plan {
             kernel,
             mode,
+            full,
+            ovf_mag: w(ovf_code(false)),
+            sign_down: w(width - fmt.bits() as u64),
+            sign_bit: w(fmt.sign_mask()),
+            ovf_vmag: w(val(ovf_code(false), false)),
             seed: opts.seed,
             abs: w(u64::MAX >> (65 - width)),
             inf: w(((2 * bias_in as u64) + 1) << mant),
@@ -249,8 +263,6 @@ pub(crate) struct Elem<I: Float> {
     pub inexact: I::Bits,
     pub underflow: I::Bits,
     pub flushed: I::Bits,
-    /// NaN or Inf input, overflow, or invalid: recounted in detail by [`rare_status`].
-    pub rare: I::Bits,
     pub nan: I::Bits,
     pub inf: I::Bits,
     pub invalid: I::Bits,
@@ -263,23 +275,19 @@ fn pick<W: Word>(neg: bool, v: [W; 2]) -> W {
     W::sel(neg, v[1], v[0])
 }
 
-/// The element kernel: rounds the input bits `x` (random word `rnd` for `sr`).
+/// The rounding proper: from `|x|` (bits `a`, sign `negw`) to the rounded magnitude ordinal,
+/// whether `|x|` was off the grid, and the rounded magnitude as a value of `I` (valid for
+/// finite inputs whose ordinal is at least `nozero_min` and does not overflow).
 #[inline(always)]
-pub(crate) fn elem<I: Float, const K: u8, const MODE: u8>(
+fn core<I: Float, const K: u8, const MODE: u8>(
     p: &Plan<I>,
-    x: I::Bits,
+    a: I::Bits,
+    negw: I::Bits,
     rnd: I::Bits,
-) -> Elem<I> {
+) -> (I::Bits, bool, I) {
     let one = <I::Bits as Word>::ONE;
     let zero = <I::Bits as Word>::ZERO;
-    let a = x & p.abs;
-    let negw = x.shr(p.top);
-    let neg = negw == one;
-    let finite = a < p.inf;
-
-    // ord: the rounded magnitude ordinal; rem_nz: whether |x| was not on the grid;
-    // vmag: the rounded magnitude as a value of I (for ordinals at or above nozero_min).
-    let (ord, rem_nz, vmag) = match K {
+    match K {
         K_PAT => {
             let lsb = a.shr(p.p_d) & one;
             let r = a.wadd(p.p_mask.shr(one)).wadd(lsb);
@@ -288,10 +296,11 @@ pub(crate) fn elem<I: Float, const K: u8, const MODE: u8>(
         }
         K_ADD => {
             let ef = (a & p.exp_mask).max(p.a_emin).min(p.a_eclamp);
-            let c = I::from_bits(ef.wadd(p.a_shift));
+            let cb = ef.wadd(p.a_shift);
+            let c = I::from_bits(cb);
             let s = I::from_bits(a).add(c);
             let y = s.sub(c);
-            let ord = (ef.wsub(p.a_emin)).shr(p.a_dshift) + (s.to_bits() & p.mant_mask);
+            let ord = (ef.wsub(p.a_emin)).shr(p.a_dshift).wadd(s.to_bits().wsub(cb));
             (ord, y.to_bits() != a, y)
         }
         _ => {
@@ -334,7 +343,23 @@ pub(crate) fn elem<I: Float, const K: u8, const MODE: u8>(
                 .mul(I::from_bits(ef.shl(p.mant)));
             (ord, rem != zero, v)
         }
-    };
+    }
+}
+
+/// The element kernel with every policy (any format): code, value and all counts.
+#[inline(always)]
+pub(crate) fn elem<I: Float, const K: u8, const MODE: u8>(
+    p: &Plan<I>,
+    x: I::Bits,
+    rnd: I::Bits,
+) -> Elem<I> {
+    let one = <I::Bits as Word>::ONE;
+    let zero = <I::Bits as Word>::ZERO;
+    let a = x & p.abs;
+    let negw = x.shr(p.top);
+    let neg = negw == one;
+    let finite = a < p.inf;
+    let (ord, rem_nz, vmag) = core::<I, K, MODE>(p, a, negw, rnd);
 
     let ord_c = ord.max(p.nozero_min);
     let mag = ord_c - p.nozero_min;
@@ -358,20 +383,46 @@ pub(crate) fn elem<I: Float, const K: u8, const MODE: u8>(
     vb = <I::Bits as Word>::sel(nan | invalid, pick(neg, p.val_nan), vb);
 
     let b = <I::Bits as Word>::from_bool;
-    let fin_over = finite & over;
+    let fin_over = finite & over & !invalid;
     Elem {
         code,
         value: I::from_bits(vb),
         inexact: b(finite & (rem_nz | over | invalid)),
         underflow: b(finite & rem_nz & (a < p.min_normal)),
         flushed: b(finite & (ord == zero) & (a != zero) & (p.nozero != one)),
-        rare: b(!finite | over | invalid),
         nan: b(nan),
         inf: b(inf),
         invalid: b(invalid),
-        overflow: b(fin_over & !invalid),
-        saturated: b(fin_over & !invalid) & pick(neg, p.sat_ovf) | (b(inf & !invalid) & p.sat_inf),
+        overflow: b(fin_over),
+        saturated: b(fin_over) & pick(neg, p.sat_ovf) | (b(inf & !invalid) & p.sat_inf),
     }
+}
+
+/// The lean element kernel for plain formats (signed, with zero, not fnuz) and symmetric
+/// overflow results: exact for finite inputs; NaN and Inf inputs are fixed up afterwards.
+/// Returns (code, value, inexact, underflow, flushed, overflow, nonfinite).
+#[inline(always)]
+fn lean<I: Float, const K: u8, const MODE: u8>(
+    p: &Plan<I>,
+    x: I::Bits,
+    rnd: I::Bits,
+) -> (I::Bits, I, bool, bool, bool, bool, bool) {
+    let a = x & p.abs;
+    let negw = x.shr(p.top);
+    let (ord, rem_nz, vmag) = core::<I, K, MODE>(p, a, negw, rnd);
+    let over = ord > p.max_ord;
+    let code = <I::Bits as Word>::sel(over, p.ovf_mag, ord) | (x.shr(p.sign_down) & p.sign_bit);
+    let vb = <I::Bits as Word>::sel(over, p.ovf_vmag, vmag.to_bits()) | (x & !p.abs);
+    let inexact = rem_nz | over;
+    (
+        code,
+        I::from_bits(vb),
+        inexact,
+        rem_nz & (a < p.min_normal),
+        rem_nz & (ord == <I::Bits as Word>::ZERO),
+        over,
+        a >= p.inf,
+    )
 }
 
 /// The carry out of bit 31 of `a + b` for two values below 2^32.
@@ -390,24 +441,135 @@ pub(crate) fn rand_word<W: Word>(lo: u32, keys: &[u32; 2]) -> W {
     W::from_u64(hash32(lo, keys[0], keys[1]) as u64)
 }
 
-/// Round `src` into `dst` with `out` choosing the code or the value; `index0` is the index
-/// of `src[0]` (the chunk must not cross a multiple of 2^32).
+/// One chunk of work for [`crate::simd::dispatch`].
+struct Drive<'a, I: Float, T, F, const K: u8, const MODE: u8, const FULL: bool> {
+    p: &'a Plan<I>,
+    src: &'a [I],
+    dst: &'a mut [T],
+    index0: u64,
+    out: F,
+}
+
+impl<I: Float, T, F: Fn(I::Bits, I) -> T, const K: u8, const MODE: u8, const FULL: bool>
+    crate::simd::Kernel for Drive<'_, I, T, F, K, MODE, FULL>
+{
+    type Output = Status;
+    #[inline(always)]
+    fn run(self) -> Status {
+        if FULL {
+            drive_full::<I, T, K, MODE>(self.p, self.src, self.dst, self.index0, self.out)
+        } else {
+            drive_lean::<I, T, K, MODE>(self.p, self.src, self.dst, self.index0, self.out)
+        }
+    }
+}
+
 #[inline(always)]
-pub(crate) fn drive<I: Float, T, const K: u8, const MODE: u8>(
+fn keys_for(seed: u64, index0: u64, sr: bool) -> [u32; 2] {
+    if sr {
+        block_keys(seed, (index0 >> 32) as u32)
+    } else {
+        [0; 2]
+    }
+}
+
+#[inline(always)]
+fn drive_lean<I: Float, T, const K: u8, const MODE: u8>(
     p: &Plan<I>,
     src: &[I],
     dst: &mut [T],
     index0: u64,
-    out: impl Fn(&Elem<I>) -> T,
+    out: impl Fn(I::Bits, I) -> T,
 ) -> Status {
-    let keys = if MODE == SR {
-        block_keys(p.seed, (index0 >> 32) as u32)
-    } else {
-        [0; 2]
-    };
+    // A local copy: the loop's stores cannot alias it, so its fields stay in registers.
+    let plan = *p;
+    let p = &plan;
+    let keys = keys_for(p.seed, index0, MODE == SR);
     let lo0 = index0 as u32;
     let zero = <I::Bits as Word>::ZERO;
-    let (mut inexact, mut underflow, mut flushed, mut rare) = (zero, zero, zero, zero);
+    // Two packed counters with 16-bit fields (a call sees at most MAX_CALL < 2^16 elements):
+    // inexact + (overflow << 16), and underflow + (flushed << 16); overflow implies inexact
+    // and flushed implies underflow, so each is two selects and one add.
+    let one = <I::Bits as Word>::ONE;
+    let both = <I::Bits as Word>::from_u64(0x1_0001);
+    let (mut acc_i, mut acc_u, mut amax) = (zero, zero, zero);
+    for (j, (d, s)) in dst.iter_mut().zip(src).enumerate() {
+        let rnd = if MODE == SR {
+            rand_word::<I::Bits>(lo0.wrapping_add(j as u32), &keys)
+        } else {
+            zero
+        };
+        let x = s.to_bits();
+        let (code, value, ie, uf, fl, ov, _) = lean::<I, K, MODE>(p, x, rnd);
+        *d = out(code, value);
+        acc_i = acc_i + <I::Bits as Word>::sel(ie, <I::Bits as Word>::sel(ov, both, one), zero);
+        acc_u = acc_u + <I::Bits as Word>::sel(uf, <I::Bits as Word>::sel(fl, both, one), zero);
+        amax = amax.max(x & p.abs);
+    }
+    let (ie, ov) = (acc_i.to_u64() & 0xffff, acc_i.to_u64() >> 16);
+    let (uf, fl) = (acc_u.to_u64() & 0xffff, acc_u.to_u64() >> 16);
+    let mut st = Status {
+        inexact: ie,
+        underflow: uf,
+        flushed: fl,
+        overflow: ov,
+        saturated: ov * p.sat_ovf[0].to_u64(),
+        ..Status::default()
+    };
+    if amax >= p.inf {
+        fix_nonfinite::<I, T, K, MODE>(p, src, dst, index0, &out, &mut st);
+    }
+    st
+}
+
+/// Redo the NaN and Inf elements of a chunk with the full kernel, and correct the counts.
+#[inline(never)]
+fn fix_nonfinite<I: Float, T, const K: u8, const MODE: u8>(
+    p: &Plan<I>,
+    src: &[I],
+    dst: &mut [T],
+    index0: u64,
+    out: &impl Fn(I::Bits, I) -> T,
+    st: &mut Status,
+) {
+    let keys = keys_for(p.seed, index0, MODE == SR);
+    for (j, (d, s)) in dst.iter_mut().zip(src).enumerate() {
+        if s.to_bits() & p.abs < p.inf {
+            continue;
+        }
+        let rnd = if MODE == SR {
+            rand_word::<I::Bits>((index0 as u32).wrapping_add(j as u32), &keys)
+        } else {
+            <I::Bits as Word>::ZERO
+        };
+        let (_, _, ie, _, fl, ov, _) = lean::<I, K, MODE>(p, s.to_bits(), rnd);
+        st.inexact -= ie as u64;
+        st.flushed -= fl as u64;
+        st.overflow -= ov as u64;
+        st.saturated -= (ov as u64) * p.sat_ovf[0].to_u64();
+        let e = elem::<I, K, MODE>(p, s.to_bits(), rnd);
+        *d = out(e.code, e.value);
+        st.nan += e.nan.to_u64();
+        st.infinite += e.inf.to_u64();
+        st.saturated += e.saturated.to_u64();
+    }
+}
+
+#[inline(always)]
+fn drive_full<I: Float, T, const K: u8, const MODE: u8>(
+    p: &Plan<I>,
+    src: &[I],
+    dst: &mut [T],
+    index0: u64,
+    out: impl Fn(I::Bits, I) -> T,
+) -> Status {
+    // A local copy: the loop's stores cannot alias it, so its fields stay in registers.
+    let plan = *p;
+    let p = &plan;
+    let keys = keys_for(p.seed, index0, MODE == SR);
+    let lo0 = index0 as u32;
+    let zero = <I::Bits as Word>::ZERO;
+    let mut acc = [zero; 8];
     for (j, (d, s)) in dst.iter_mut().zip(src).enumerate() {
         let rnd = if MODE == SR {
             rand_word::<I::Bits>(lo0.wrapping_add(j as u32), &keys)
@@ -415,51 +577,60 @@ pub(crate) fn drive<I: Float, T, const K: u8, const MODE: u8>(
             zero
         };
         let e = elem::<I, K, MODE>(p, s.to_bits(), rnd);
-        *d = out(&e);
-        inexact = inexact + e.inexact;
-        underflow = underflow + e.underflow;
-        flushed = flushed + e.flushed;
-        rare = rare + e.rare;
+        *d = out(e.code, e.value);
+        acc[0] = acc[0] + e.inexact;
+        acc[1] = acc[1] + e.underflow;
+        acc[2] = acc[2] + e.flushed;
+        acc[3] = acc[3] + e.nan;
+        acc[4] = acc[4] + e.inf;
+        acc[5] = acc[5] + e.invalid;
+        acc[6] = acc[6] + e.overflow;
+        acc[7] = acc[7] + e.saturated;
     }
-    let mut st = Status {
-        inexact: inexact.to_u64(),
-        underflow: underflow.to_u64(),
-        flushed: flushed.to_u64(),
-        ..Status::default()
-    };
-    if rare != zero {
-        rare_status::<I, K, MODE>(p, src, index0, &mut st);
+    Status {
+        inexact: acc[0].to_u64(),
+        underflow: acc[1].to_u64(),
+        flushed: acc[2].to_u64(),
+        nan: acc[3].to_u64(),
+        infinite: acc[4].to_u64(),
+        invalid: acc[5].to_u64(),
+        overflow: acc[6].to_u64(),
+        saturated: acc[7].to_u64(),
     }
-    st
 }
 
-/// Count the rare events of a chunk (NaN, Inf, invalid, overflow, saturated) again.
-#[inline(never)]
-fn rare_status<I: Float, const K: u8, const MODE: u8>(
+/// Round `src` into `dst` under the best instruction set, with `out` making the output
+/// element from the code and the value; `index0` is the index of `src[0]` (the chunk must
+/// not cross a multiple of 2^32).
+#[inline(always)]
+fn drive<I: Float, T, const K: u8, const MODE: u8>(
     p: &Plan<I>,
     src: &[I],
+    dst: &mut [T],
     index0: u64,
-    st: &mut Status,
-) {
-    let keys = if MODE == SR {
-        block_keys(p.seed, (index0 >> 32) as u32)
+    out: impl Fn(I::Bits, I) -> T,
+) -> Status {
+    if p.full {
+        crate::simd::dispatch(Drive::<I, T, _, K, MODE, true> {
+            p,
+            src,
+            dst,
+            index0,
+            out,
+        })
     } else {
-        [0; 2]
-    };
-    for (j, s) in src.iter().enumerate() {
-        let rnd = if MODE == SR {
-            rand_word::<I::Bits>((index0 as u32).wrapping_add(j as u32), &keys)
-        } else {
-            <I::Bits as Word>::ZERO
-        };
-        let e = elem::<I, K, MODE>(p, s.to_bits(), rnd);
-        st.nan += e.nan.to_u64();
-        st.infinite += e.inf.to_u64();
-        st.invalid += e.invalid.to_u64();
-        st.overflow += e.overflow.to_u64();
-        st.saturated += e.saturated.to_u64();
+        crate::simd::dispatch(Drive::<I, T, _, K, MODE, false> {
+            p,
+            src,
+            dst,
+            index0,
+            out,
+        })
     }
 }
+
+/// The most elements one kernel call takes (its packed counters have 16-bit fields).
+const MAX_CALL: usize = 1 << 15;
 
 /// Dispatch on the plan's kernel and mode to a monomorphised [`drive`].
 #[inline(always)]
@@ -468,7 +639,22 @@ pub(crate) fn run<I: Float, T>(
     src: &[I],
     dst: &mut [T],
     index0: u64,
-    out: impl Fn(&Elem<I>) -> T,
+    out: impl Fn(I::Bits, I) -> T,
+) -> Status {
+    let mut st = Status::default();
+    for (k, (s, d)) in src.chunks(MAX_CALL).zip(dst.chunks_mut(MAX_CALL)).enumerate() {
+        st += run_one(p, s, d, index0 + (k * MAX_CALL) as u64, &out);
+    }
+    st
+}
+
+#[inline(always)]
+fn run_one<I: Float, T>(
+    p: &Plan<I>,
+    src: &[I],
+    dst: &mut [T],
+    index0: u64,
+    out: impl Fn(I::Bits, I) -> T,
 ) -> Status {
     match (p.kernel, p.mode) {
         (K_PAT, _) => drive::<I, T, K_PAT, RNE>(p, src, dst, index0, out),

@@ -8,7 +8,6 @@ use super::types::{Code, Float, Word};
 use super::{RoundOptions, Status};
 use crate::error::{Error, Result};
 use crate::format::FloatFormat;
-use crate::simd;
 use rayon::prelude::*;
 
 /// Elements per work item.
@@ -64,8 +63,7 @@ fn split32<S, D>(
     }
 }
 
-/// Apply `f` to matching chunks of `src` and `dst`, in parallel for long slices, each chunk
-/// under the best available instruction set.
+/// Apply `f` to matching chunks of `src` and `dst`, in parallel for long slices.
 fn for_chunks<S: Sync, D: Send>(
     src: &[S],
     dst: &mut [D],
@@ -74,7 +72,7 @@ fn for_chunks<S: Sync, D: Send>(
 ) -> Status {
     let one = |(i, (s, d)): (usize, (&[S], &mut [D]))| {
         let at = index0.wrapping_add((i * CHUNK) as u64);
-        simd::dispatch(|| split32(s, d, at, &f))
+        split32(s, d, at, &f)
     };
     if src.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
         src.par_chunks(CHUNK)
@@ -156,10 +154,10 @@ pub fn round_into<I: Float, O: Float>(
     check_values::<O>(fmt)?;
     Ok(match Route::<I>::new(fmt, opts, true) {
         Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
-            run(&p, s, d, at, |e| convert::<I, O>(e.value))
+            run(&p, s, d, at, |_, v| convert::<I, O>(v))
         }),
         Route::Widen(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
-            widened(s, d, at, |s, d, at| run(&p, s, d, at, |e| O::from_f64(e.value)))
+            widened(s, d, at, |s, d, at| run(&p, s, d, at, |_, v| O::from_f64(v)))
         }),
     })
 }
@@ -192,10 +190,10 @@ pub fn round_in_place<I: Float>(
             let at = at + (k * BLOCK) as u64;
             st += match &route {
                 Route::Native(p) => split32(t, d, at, &|s: &[I], d: &mut [I], at| {
-                    run(p, s, d, at, |e| e.value)
+                    run(p, s, d, at, |_, v| v)
                 }),
                 Route::Widen(p) => split32(t, d, at, &|s: &[I], d: &mut [I], at| {
-                    widened(s, d, at, |s, d, at| run(p, s, d, at, |e| I::from_f64(e.value)))
+                    widened(s, d, at, |s, d, at| run(p, s, d, at, |_, v| I::from_f64(v)))
                 }),
             };
         }
@@ -204,7 +202,7 @@ pub fn round_in_place<I: Float>(
     let index0 = opts.index_offset;
     let one = |(i, d): (usize, &mut [I])| {
         let at = index0.wrapping_add((i * CHUNK) as u64);
-        simd::dispatch(|| f(d, at))
+        f(d, at)
     };
     Ok(if data.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
         data.par_chunks_mut(CHUNK)
@@ -267,10 +265,10 @@ pub fn encode_into<I: Float, C: Code>(
     let code = |w: u64| C::from_u64(w);
     let st = match Route::<I>::new(fmt, opts, false) {
         Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
-            run(&p, s, d, at, |e| code(e.code.to_u64()))
+            run(&p, s, d, at, |c, _| code(c.to_u64()))
         }),
         Route::Widen(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
-            widened(s, d, at, |s, d, at| run(&p, s, d, at, |e| code(e.code)))
+            widened(s, d, at, |s, d, at| run(&p, s, d, at, |c, _| code(c)))
         }),
     };
     if st.nan > 0 && !fmt.has_nan() {

@@ -87,31 +87,43 @@ pub fn active() -> Level {
     }
 }
 
-/// Run `f` compiled for the active level.
+/// A piece of work that can be compiled for several instruction sets. Implementations
+/// mark [`Kernel::run`] `#[inline(always)]`, so that its body (and the loops it inlines) is
+/// compiled inside the target-feature function that [`dispatch`] calls.
+pub(crate) trait Kernel {
+    /// The result.
+    type Output;
+    /// Do the work.
+    fn run(self) -> Self::Output;
+}
+
+/// Run `k` compiled for the active level.
 #[inline(always)]
-pub(crate) fn dispatch<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn dispatch<K: Kernel>(k: K) -> K::Output {
     #[cfg(target_arch = "x86_64")]
     {
         match active() {
             // SAFETY: `active()` never exceeds `detected()`, which checked every feature
             // these functions enable.
-            Level::Avx512 => return unsafe { x86::avx512(f) },
-            Level::Avx2 => return unsafe { x86::avx2(f) },
+            Level::Avx512 => return unsafe { x86::avx512(k) },
+            Level::Avx2 => return unsafe { x86::avx2(k) },
             Level::Portable => {}
         }
     }
-    f()
+    k.run()
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use super::Kernel;
+
     #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,avx512cd,avx2,fma,bmi1,bmi2")]
-    pub(super) unsafe fn avx512<R>(f: impl FnOnce() -> R) -> R {
-        f()
+    pub(super) unsafe fn avx512<K: Kernel>(k: K) -> K::Output {
+        k.run()
     }
 
     #[target_feature(enable = "avx2,fma,bmi1,bmi2")]
-    pub(super) unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
-        f()
+    pub(super) unsafe fn avx2<K: Kernel>(k: K) -> K::Output {
+        k.run()
     }
 }
