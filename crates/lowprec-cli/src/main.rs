@@ -1,1 +1,75 @@
-fn main() {}
+//! `lowprec`: bit-exact low-precision number formats from the command line.
+//!
+//! Every subcommand is a module of [`cmd`]; arguments are parsed by `clap` into a validated
+//! configuration, and every error becomes one line on stderr and exit code 2.
+
+mod cmd;
+mod table;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Bit-exact low-precision number formats: round, encode, decode, inspect, verify, bench.
+#[derive(Parser)]
+#[command(
+    name = "lowprec",
+    version,
+    about = "Bit-exact low-precision number formats: what FP8, FP6, FP4, BF16 and friends do to your numbers",
+    after_help = "Examples:
+  lowprec formats
+  lowprec info fp8-e4m3
+  lowprec encode fp8-e4m3 0.3 448 500 --rounding rtz
+  lowprec decode bf16 0x3f80 0xc000
+  lowprec round fp8-e5m2 weights.npy -o rounded.npy --rounding sr --seed 7
+  lowprec round fp4-e2m1 weights.npy -o codes.npy --codes
+  lowprec verify --format fp8-e4m3
+  lowprec bench --json
+
+Formats are named as in `lowprec formats` (aliases such as float8_e4m3fn or bfloat16 work too),
+or written as [u]e<E>m<M>[b<BIAS>][:ieee|fn|fnuz|none][:nozero], e.g. e4m3b7:fn or e3m4:ieee."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// A short tour: the format table, then what rounding does to a few numbers.
+    Tour,
+    /// Table of every preset format: bits, layout, bias, range, epsilon, specials.
+    Formats(cmd::formats::Args),
+    /// Properties of one format and, for formats of at most 8 bits, every code.
+    Info(cmd::info::Args),
+    /// Round numbers into a format: value, code, bits, neighbours, relative error.
+    Encode(cmd::encode::Args),
+    /// Decode codes (given as numbers, or a .npy file of unsigned integers) into values.
+    Decode(cmd::decode::Args),
+    /// Round a float32/float64 .npy array into a format; write values or codes.
+    Round(cmd::round::Args),
+    /// Check the fast kernels against the exact reference on every binary32 bit pattern.
+    Verify(cmd::verify::Args),
+    /// Measure rounding and encoding speed (elements/s) beside the memory-copy rate.
+    Bench(cmd::bench::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Tour => cmd::tour::run(),
+        Command::Formats(a) => cmd::formats::run(&a),
+        Command::Info(a) => cmd::info::run(&a),
+        Command::Encode(a) => cmd::encode::run(&a),
+        Command::Decode(a) => cmd::decode::run(&a),
+        Command::Round(a) => cmd::round::run(&a),
+        Command::Verify(a) => cmd::verify::run(&a),
+        Command::Bench(a) => cmd::bench::run(&a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("lowprec: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

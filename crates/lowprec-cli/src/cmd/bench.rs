@@ -1,0 +1,204 @@
+//! `lowprec bench`: elements/s of rounding and encoding, one thread and all threads, beside
+//! the memory-copy rate measured in the same run.
+
+use crate::table::Table;
+use anyhow::{Context, Result};
+use lowprec::format::PRESETS;
+use lowprec::{encode_into, round_into, FloatFormat, RoundOptions, RoundingMode};
+use serde::Serialize;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `lowprec bench`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Print one JSON array of records instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Elements per array.
+    #[arg(long, default_value_t = 1 << 24)]
+    pub n: usize,
+    /// Timed repetitions per measurement (the best and the median are reported).
+    #[arg(long, default_value_t = 7)]
+    pub reps: usize,
+    /// Formats (default: every preset).
+    #[arg(long = "format", short = 'f')]
+    pub formats: Vec<String>,
+}
+
+/// One measurement.
+#[derive(Serialize, Clone)]
+pub struct Record {
+    op: String,
+    format: String,
+    rounding: String,
+    input: String,
+    threads: usize,
+    elements: usize,
+    /// From the fastest repetition.
+    elements_per_s: f64,
+    /// From the median repetition.
+    median_elements_per_s: f64,
+    /// `preallocated` (into a caller's buffer) or `allocating` (a new Vec per call).
+    buffer: String,
+}
+
+fn time(reps: usize, mut f: impl FnMut()) -> (f64, f64) {
+    f();
+    let mut t: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t0 = Instant::now();
+            f();
+            t0.elapsed().as_secs_f64()
+        })
+        .collect();
+    t.sort_by(f64::total_cmp);
+    (t[0], t[t.len() / 2])
+}
+
+/// Normal(0, 1) samples (deterministic): what weights and activations look like.
+fn normal(n: usize) -> Vec<f32> {
+    let mut s = 0x1234_5678u64;
+    let mut u = || {
+        s = s.wrapping_add(0x9e3779b97f4a7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+        (((z ^ (z >> 31)) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    (0..n)
+        .map(|_| ((-2.0 * u().ln()).sqrt() * (2.0 * std::f64::consts::PI * u()).cos()) as f32)
+        .collect()
+}
+
+struct Bufs {
+    x32: Vec<f32>,
+    x64: Vec<f64>,
+    y32: Vec<f32>,
+    y64: Vec<f64>,
+    c8: Vec<u8>,
+    c16: Vec<u16>,
+    c32: Vec<u32>,
+    c64: Vec<u64>,
+}
+
+fn measure(a: &Args, formats: &[FloatFormat], threads: usize, b: &mut Bufs) -> Result<Vec<Record>> {
+    let n = a.n;
+    let mut out = Vec::new();
+    let mut rec = |op: &str, f: &str, r: &str, input: &str, buffer: &str, (best, med): (f64, f64)| {
+        out.push(Record {
+            op: op.into(),
+            format: f.into(),
+            rounding: r.into(),
+            input: input.into(),
+            threads,
+            elements: n,
+            elements_per_s: n as f64 / best,
+            median_elements_per_s: n as f64 / med,
+            buffer: buffer.into(),
+        });
+    };
+    let t = time(a.reps, || b.y32.copy_from_slice(&b.x32));
+    rec("copy", "float32", "-", "f32", "preallocated", t);
+    let t = time(a.reps, || b.y64.copy_from_slice(&b.x64));
+    rec("copy", "float64", "-", "f64", "preallocated", t);
+    let headline = [
+        FloatFormat::FP8_E4M3,
+        FloatFormat::FP8_E5M2,
+        FloatFormat::BF16,
+        FloatFormat::FP16,
+        FloatFormat::FP4_E2M1,
+    ];
+    for f in formats {
+        let name = f.name();
+        for mode in [RoundingMode::NearestEven, RoundingMode::Stochastic] {
+            let o = RoundOptions::new(mode).seed(1);
+            let r = mode.short_name();
+            let t = if f.fits_f32() {
+                time(a.reps, || drop(round_into(f, &b.x32, &mut b.y32, &o)))
+            } else {
+                time(a.reps, || drop(round_into(f, &b.x32, &mut b.y64, &o)))
+            };
+            rec("round", &name, r, "f32", "preallocated", t);
+            let t = match f.bits() {
+                0..=8 => time(a.reps, || drop(encode_into(f, &b.x32, &mut b.c8, &o))),
+                9..=16 => time(a.reps, || drop(encode_into(f, &b.x32, &mut b.c16, &o))),
+                17..=32 => time(a.reps, || drop(encode_into(f, &b.x32, &mut b.c32, &o))),
+                _ => time(a.reps, || drop(encode_into(f, &b.x32, &mut b.c64, &o))),
+            };
+            rec("encode", &name, r, "f32", "preallocated", t);
+            if headline.contains(f) {
+                let t = time(a.reps, || drop(round_into(f, &b.x64, &mut b.y64, &o)));
+                rec("round", &name, r, "f64", "preallocated", t);
+                let t = match f.bits() {
+                    0..=8 => time(a.reps, || drop(encode_into(f, &b.x64, &mut b.c8, &o))),
+                    _ => time(a.reps, || drop(encode_into(f, &b.x64, &mut b.c16, &o))),
+                };
+                rec("encode", &name, r, "f64", "preallocated", t);
+                if mode == RoundingMode::NearestEven {
+                    let t = time(a.reps, || drop(lowprec::round_vec(f, &b.x32, &o)));
+                    rec("round", &name, r, "f32", "allocating", t);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Run `lowprec bench`.
+pub fn run(a: &Args) -> Result<ExitCode> {
+    let formats: Vec<FloatFormat> = if a.formats.is_empty() {
+        PRESETS.iter().map(|p| p.format).collect()
+    } else {
+        a.formats
+            .iter()
+            .map(|s| super::format(s))
+            .collect::<Result<_>>()?
+    };
+    let n = a.n.max(1);
+    let x32 = normal(n);
+    let mut b = Bufs {
+        x64: x32.iter().map(|&v| v as f64).collect(),
+        x32,
+        y32: vec![1.0; n],
+        y64: vec![1.0; n],
+        c8: vec![1; n],
+        c16: vec![1; n],
+        c32: vec![1; n],
+        c64: vec![1; n],
+    };
+    let all = std::thread::available_parallelism().map_or(1, |v| v.get());
+    let mut records = Vec::new();
+    for threads in [1, all] {
+        if threads == all && all == 1 && !records.is_empty() {
+            break;
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .context("building the thread pool")?;
+        records.extend(pool.install(|| measure(a, &formats, threads, &mut b))?);
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&records)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{} elements, normal(0,1) data, simd level {}, best of {} (median in brackets), G elements/s",
+        n,
+        lowprec::simd::active().name(),
+        a.reps
+    );
+    let g = |r: &Record| format!("{:.2} ({:.2})", r.elements_per_s / 1e9, r.median_elements_per_s / 1e9);
+    let mut t = Table::new(&["op", "format", "rounding", "input", "buffer", "1 thread", &format!("{all} threads")]);
+    let ones: Vec<&Record> = records.iter().filter(|r| r.threads == 1).collect();
+    for r in ones {
+        let many = records
+            .iter()
+            .find(|m| m.threads == all && m.op == r.op && m.format == r.format && m.rounding == r.rounding && m.input == r.input && m.buffer == r.buffer)
+            .map_or("-".to_string(), g);
+        t.row(vec![r.op.clone(), r.format.clone(), r.rounding.clone(), r.input.clone(), r.buffer.clone(), g(r), many]);
+    }
+    print!("{}", t.render());
+    Ok(ExitCode::SUCCESS)
+}

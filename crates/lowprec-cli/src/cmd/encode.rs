@@ -1,0 +1,87 @@
+//! `lowprec encode FORMAT VALUE...`: what rounding does to each number.
+
+use super::{format, RoundArgs};
+use crate::table::{num, Table};
+use anyhow::{Context, Result};
+use lowprec::{RoundOptions, RoundingMode};
+use std::process::ExitCode;
+
+/// Arguments of `lowprec encode`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The format.
+    pub format: String,
+    /// The numbers (decimal, `inf`, `nan`, or `0x…` binary64 bits).
+    #[arg(required = true, allow_hyphen_values = true)]
+    pub values: Vec<String>,
+    #[command(flatten)]
+    pub round: RoundArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Parse a number: decimal, inf/nan, or `0x` + binary64 bits.
+pub fn parse_value(s: &str) -> Result<f64> {
+    let t = s.trim();
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        let bits = u64::from_str_radix(h, 16)
+            .with_context(|| format!("`{s}` is not 0x + 16 hex digits of binary64 bits"))?;
+        return Ok(f64::from_bits(bits));
+    }
+    t.parse::<f64>()
+        .with_context(|| format!("`{s}` is not a number (write e.g. 0.1, -3e5, inf, nan)"))
+}
+
+/// Run `lowprec encode`.
+pub fn run(a: &Args) -> Result<ExitCode> {
+    let f = format(&a.format)?;
+    let opts = a.round.options()?;
+    let down = RoundOptions::new(RoundingMode::Down);
+    let up = RoundOptions::new(RoundingMode::Up);
+    let mut t = Table::new(&["input", "rounded", "code", "bits", "between", "rel. error"]);
+    let mut json = Vec::new();
+    for (i, s) in a.values.iter().enumerate() {
+        let x = parse_value(s)?;
+        let o = opts.index_offset(i as u64);
+        let v = f.round(x, &o);
+        let code = f.encode(x, &o);
+        let (lo, hi) = (f.round(x, &down), f.round(x, &up));
+        let rel = if x != 0.0 && x.is_finite() && v.is_finite() {
+            ((v - x) / x).abs()
+        } else {
+            0.0
+        };
+        let between = if x.is_nan() {
+            "-".to_string()
+        } else if lo == hi || (lo.to_bits() == hi.to_bits()) {
+            "exact".to_string()
+        } else {
+            format!("[{}, {}]", num(lo), num(hi))
+        };
+        let (code_s, bits_s) = match &code {
+            Ok(c) => (
+                format!("{c:#0w$x}", w = 2 + (f.bits() as usize).div_ceil(4)),
+                f.bits_str(*c),
+            ),
+            Err(_) => ("none".into(), "(no NaN code)".into()),
+        };
+        json.push(serde_json::json!({
+            "input": x, "rounded": v, "code": code.as_ref().ok(), "bits": bits_s,
+            "lower": lo, "upper": hi, "rel_error": rel,
+        }));
+        t.row(vec![s.clone(), num(v), code_s, bits_s, between, format!("{rel:.3e}")]);
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        println!(
+            "{} ({}, {}):",
+            f.describe(),
+            opts.mode.short_name(),
+            opts.overflow.short_name()
+        );
+        print!("{}", t.render());
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,91 @@
+//! One module per subcommand, and the helpers they share.
+
+pub mod bench;
+pub mod decode;
+pub mod encode;
+pub mod formats;
+pub mod info;
+pub mod round;
+pub mod tour;
+pub mod verify;
+
+use anyhow::{bail, Context, Result};
+use lowprec::{FloatFormat, Overflow, RoundOptions, RoundingMode};
+use std::path::{Path, PathBuf};
+
+/// Rounding options shared by `encode` and `round`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RoundArgs {
+    /// Rounding mode: rne, rna, rtz, rup, rdn, rto, sr (or nearest_even, toward_zero, ...).
+    #[arg(long, short = 'r', default_value = "rne")]
+    pub rounding: String,
+    /// Overflow: ovf (IEEE 754 §7.4, Inf/NaN by direction) or sat (±max).
+    #[arg(long, default_value = "ovf")]
+    pub overflow: String,
+    /// Seed of stochastic rounding (sr).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Stochastic rounding with only this many random bits (hardware style; 0 = exact).
+    #[arg(long, default_value_t = 0)]
+    pub sr_bits: u32,
+}
+
+impl RoundArgs {
+    /// The validated options.
+    pub fn options(&self) -> Result<RoundOptions> {
+        Ok(RoundOptions::new(RoundingMode::parse(&self.rounding)?)
+            .overflow(Overflow::parse(&self.overflow)?)
+            .seed(self.seed)
+            .sr_bits(self.sr_bits))
+    }
+}
+
+/// Parse a format name.
+pub fn format(name: &str) -> Result<FloatFormat> {
+    Ok(FloatFormat::parse(name)?)
+}
+
+/// Refuse an output path that is the input (or the same file by another name).
+pub fn check_output(input: &Path, output: &Path) -> Result<()> {
+    let canon = |p: &Path| -> Option<PathBuf> {
+        if let Ok(c) = p.canonicalize() {
+            return Some(c);
+        }
+        let parent = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
+            _ => std::env::current_dir().ok()?,
+        };
+        Some(parent.join(p.file_name()?))
+    };
+    if let (Some(a), Some(b)) = (canon(input), canon(output)) {
+        if a == b {
+            bail!(
+                "the output {} is the input file; write to another path (inputs are never overwritten)",
+                output.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Read a `.npy` file with context.
+pub fn read_npy(path: &Path) -> Result<lowprec::io::npy::Array> {
+    lowprec::io::npy::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// A one-line summary of a [`lowprec::Status`].
+pub fn status_line(st: &lowprec::Status, n: usize) -> String {
+    let mut parts = vec![format!("{n} values"), format!("inexact {}", st.inexact)];
+    for (name, v) in [
+        ("overflow", st.overflow),
+        ("saturated", st.saturated),
+        ("underflow", st.underflow),
+        ("flushed to zero", st.flushed),
+        ("NaN", st.nan),
+        ("Inf", st.infinite),
+        ("invalid", st.invalid),
+    ] {
+        parts.push(format!("{name} {v}"));
+    }
+    parts.join(", ")
+}

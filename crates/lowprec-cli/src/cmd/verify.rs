@@ -1,0 +1,113 @@
+//! `lowprec verify`: every binary32 bit pattern through the fast kernels and the exact
+//! reference, compared bit for bit (codes and values).
+
+use super::format;
+use anyhow::{bail, Result};
+use lowprec::{encode_into, reference, round_into, FloatFormat, RoundOptions, RoundingMode};
+use rayon::prelude::*;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// Arguments of `lowprec verify`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Formats to check (repeatable).
+    #[arg(long = "format", short = 'f', default_values_t = ["fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp4-e2m1"].map(String::from))]
+    pub formats: Vec<String>,
+    /// Rounding modes to check (repeatable).
+    #[arg(long = "rounding", short = 'r', default_values_t = ["rne".to_string()])]
+    pub modes: Vec<String>,
+    /// First bit pattern.
+    #[arg(long, default_value_t = 0)]
+    pub start: u64,
+    /// Number of bit patterns (default: all 2^32).
+    #[arg(long, default_value_t = 1u64 << 32)]
+    pub count: u64,
+    /// Overflow policy: ovf or sat.
+    #[arg(long, default_value = "ovf")]
+    pub overflow: String,
+}
+
+const BLOCK: u64 = 1 << 16;
+
+/// Mismatches in one block: (count, first few descriptions).
+fn check_block(f: &FloatFormat, o: &RoundOptions, start: u64, len: u64) -> (u64, Vec<String>) {
+    let x: Vec<f32> = (start..start + len).map(|b| f32::from_bits(b as u32)).collect();
+    let o = o.index_offset(start);
+    let mut codes = vec![0u32; x.len()];
+    let code_ok = encode_into(f, &x, &mut codes, &o).is_ok();
+    let mut v32 = vec![0f32; x.len()];
+    let mut v64 = vec![0f64; x.len()];
+    if f.fits_f32() {
+        round_into(f, &x, &mut v32, &o).expect("lengths match");
+    } else {
+        round_into(f, &x, &mut v64, &o).expect("lengths match");
+    }
+    let mut bad = 0;
+    let mut first = Vec::new();
+    for (i, &xi) in x.iter().enumerate() {
+        let r = reference::round(f, xi as f64, &o, i as u64);
+        let v = if f.fits_f32() { v32[i] as f64 } else { v64[i] };
+        let same_v = (v.is_nan() && r.value.is_nan()) || v.to_bits() == r.value.to_bits();
+        let same_c = !code_ok || r.code.is_none() || r.code == Some(codes[i] as u64);
+        if !(same_v && same_c) {
+            bad += 1;
+            if first.len() < 5 {
+                first.push(format!(
+                    "x = {:#010x} ({xi:e}): kernel {v:e} / {:#x}, reference {:e} / {:?}",
+                    xi.to_bits(),
+                    codes[i],
+                    r.value,
+                    r.code
+                ));
+            }
+        }
+    }
+    (bad, first)
+}
+
+/// Run `lowprec verify`.
+pub fn run(a: &Args) -> Result<ExitCode> {
+    if a.start + a.count > 1u64 << 32 {
+        bail!("--start + --count exceeds the 2^32 binary32 bit patterns");
+    }
+    let overflow = lowprec::Overflow::parse(&a.overflow)?;
+    let mut total_bad = 0;
+    for name in &a.formats {
+        let f = format(name)?;
+        for m in &a.modes {
+            let mode = RoundingMode::parse(m)?;
+            let o = RoundOptions::new(mode).overflow(overflow).seed(0x5eed);
+            let t0 = Instant::now();
+            let blocks: Vec<u64> = (a.start..a.start + a.count).step_by(BLOCK as usize).collect();
+            let (bad, first) = blocks
+                .par_iter()
+                .map(|&s| check_block(&f, &o, s, BLOCK.min(a.start + a.count - s)))
+                .reduce(
+                    || (0, Vec::new()),
+                    |mut x, y| {
+                        x.0 += y.0;
+                        x.1.extend(y.1.into_iter().take(5usize.saturating_sub(x.1.len())));
+                        x
+                    },
+                );
+            println!(
+                "{f} {} {}: {} binary32 patterns, {} mismatches (codes and values), {:.1} s",
+                mode.short_name(),
+                overflow.short_name(),
+                a.count,
+                bad,
+                t0.elapsed().as_secs_f64()
+            );
+            for line in first {
+                println!("  {line}");
+            }
+            total_bad += bad;
+        }
+    }
+    Ok(if total_bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
