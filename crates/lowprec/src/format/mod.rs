@@ -158,8 +158,11 @@ impl FloatFormat {
                 "an unsigned format needs a NaN code (specials fn) for negative inputs".into(),
             );
         }
-        if !zero && specials == Specials::Ieee {
-            return bad("a format without zero cannot use the ieee specials".into());
+        if !zero && specials != Specials::Fn {
+            return bad(format!(
+                "a format without zero needs the fn specials (a NaN code for zero inputs), not {}",
+                specials.name()
+            ));
         }
         let f = FloatFormat {
             exp_bits: exp_bits as u8,
