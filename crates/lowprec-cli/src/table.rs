@@ -32,8 +32,7 @@ impl Table {
             })
             .collect();
         let numeric = |s: &str| {
-            s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+')
-                && !s.contains(' ')
+            s.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+') && !s.contains(' ')
         };
         let mut out = String::new();
         for (i, r) in self.rows.iter().enumerate() {

@@ -107,5 +107,5 @@ pub enum Error {
     BadFile(String),
 }
 
-/// `Result` with [`Error`].
+/// `Result` with [`enum@Error`].
 pub type Result<T> = std::result::Result<T, Error>;

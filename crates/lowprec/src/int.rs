@@ -159,7 +159,10 @@ mod tests {
             assert_eq!(hi as i128, (1i128 << (bits - 1)) - 1);
         }
         for bits in 1..=63u32 {
-            assert_eq!(int_range(bits, false).unwrap(), (0, ((1u64 << bits) - 1) as i64));
+            assert_eq!(
+                int_range(bits, false).unwrap(),
+                (0, ((1u64 << bits) - 1) as i64)
+            );
         }
         assert!(int_range(0, true).is_err());
         assert!(int_range(64, false).is_err());

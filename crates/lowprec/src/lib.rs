@@ -13,10 +13,10 @@
 //!
 //! | module | what |
 //! |---|---|
-//! | [`format`] | [`FloatFormat`]: widths, bias, specials; derived quantities; presets; names |
+//! | [`mod@format`] | [`FloatFormat`]: widths, bias, specials; derived quantities; presets; names |
 //! | [`round`] | modes, overflow policy, [`Status`]; scalar and slice rounding, encoding, decoding |
 //! | [`int`] | two's complement, wrapping and saturating integers, bit strings |
-//! | [`reference`] | a slow, exact reference rounding that the tests hold the kernels to |
+//! | [`mod@reference`] | a slow, exact reference rounding that the tests hold the kernels to |
 //! | [`io`] | `.npy` files |
 //! | [`simd`] | runtime instruction-set dispatch (the only `unsafe`) |
 
@@ -34,6 +34,6 @@ pub mod simd;
 pub use error::{Error, Result};
 pub use format::{FloatFormat, Specials};
 pub use round::{
-    decode_into, decode_vec, encode_into, encode_vec, round_in_place, round_into, round_vec,
-    Code, Float, Overflow, RoundOptions, RoundingMode, Status,
+    decode_into, decode_vec, encode_into, encode_vec, round_in_place, round_into, round_vec, Code,
+    Float, Overflow, RoundOptions, RoundingMode, Status,
 };

@@ -58,14 +58,22 @@ pub fn round(fmt: &FloatFormat, x: f64, opts: &RoundOptions, index: u64) -> RefR
     };
     let max_result = |st: Status| RefResult {
         code: Some(fmt.max_mag() | sign),
-        value: if negative { -fmt.max_finite() } else { fmt.max_finite() },
+        value: if negative {
+            -fmt.max_finite()
+        } else {
+            fmt.max_finite()
+        },
         status: st,
     };
     let away_result = |st: Status| {
         if fmt.has_inf() {
             RefResult {
                 code: fmt.inf_code(negative),
-                value: if negative { f64::NEG_INFINITY } else { f64::INFINITY },
+                value: if negative {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                },
                 status: st,
             }
         } else {
@@ -134,13 +142,16 @@ pub fn round(fmt: &FloatFormat, x: f64, opts: &RoundOptions, index: u64) -> RefR
         if k >= 120 {
             (0, big_m as u128, k)
         } else {
-            ((big_m as u128) >> k, (big_m as u128) & ((1u128 << k) - 1), k)
+            (
+                (big_m as u128) >> k,
+                (big_m as u128) & ((1u128 << k) - 1),
+                k,
+            )
         }
     };
-    let vs_half = if rem == 0 {
+    // rem < 2^53 < 2^(k−1) when k > 64
+    let vs_half = if rem == 0 || k > 64 {
         Ordering::Less
-    } else if k > 64 {
-        Ordering::Less // rem < 2^53 < 2^(k−1)
     } else {
         rem.cmp(&(1u128 << (k - 1)))
     };
@@ -167,7 +178,8 @@ pub fn round(fmt: &FloatFormat, x: f64, opts: &RoundOptions, index: u64) -> RefR
             } else {
                 rem >> (k - r)
             };
-            let rnd = (random_bits(opts.seed, opts.index_offset.wrapping_add(index)) >> (32 - r)) as u128;
+            let rnd =
+                (random_bits(opts.seed, opts.index_offset.wrapping_add(index)) >> (32 - r)) as u128;
             f + rnd >= (1u128 << r)
         }
     };

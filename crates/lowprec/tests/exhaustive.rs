@@ -5,10 +5,15 @@
 mod common;
 
 use common::{all_formats, same};
-use lowprec::{decode_vec, encode_vec, round_vec, FloatFormat, Overflow, RoundOptions, RoundingMode};
+use lowprec::{
+    decode_vec, encode_vec, round_vec, FloatFormat, Overflow, RoundOptions, RoundingMode,
+};
 
 fn small() -> Vec<FloatFormat> {
-    all_formats().into_iter().filter(|f| f.bits() <= 16).collect()
+    all_formats()
+        .into_iter()
+        .filter(|f| f.bits() <= 16)
+        .collect()
 }
 
 #[test]
@@ -20,13 +25,19 @@ fn every_code_round_trips_under_every_mode_and_policy() {
             for ov in [Overflow::Ieee, Overflow::Saturate] {
                 let o = RoundOptions::new(mode).overflow(ov).seed(3);
                 let finite: Vec<usize> = (0..codes.len())
-                    .filter(|&i| vals[i].is_finite() || (ov == Overflow::Ieee && vals[i].is_infinite()))
+                    .filter(|&i| {
+                        vals[i].is_finite() || (ov == Overflow::Ieee && vals[i].is_infinite())
+                    })
                     .collect();
                 let xs: Vec<f64> = finite.iter().map(|&i| vals[i]).collect();
                 let (back, st) = encode_vec::<f64, u64>(&f, &xs, &o).unwrap();
                 let (again, _) = round_vec(&f, &xs, &o).unwrap();
                 for (k, &i) in finite.iter().enumerate() {
-                    assert_eq!(back[k], codes[i], "{f} {mode} {ov}: code {:#x} ({})", codes[i], vals[i]);
+                    assert_eq!(
+                        back[k], codes[i],
+                        "{f} {mode} {ov}: code {:#x} ({})",
+                        codes[i], vals[i]
+                    );
                     assert!(same(again[k], vals[i]), "{f} {mode}: value {}", vals[i]);
                 }
                 assert_eq!(st.inexact, 0, "{f} {mode} {ov}");
@@ -45,7 +56,11 @@ fn every_code_round_trips_under_every_mode_and_policy() {
 #[test]
 fn values_are_strictly_monotonic_in_the_code() {
     for f in small() {
-        let half = if f.is_signed() { f.sign_mask() } else { f.max_code() + 1 };
+        let half = if f.is_signed() {
+            f.sign_mask()
+        } else {
+            f.max_code() + 1
+        };
         let mut prev = f64::NEG_INFINITY;
         for c in 0..half {
             let v = f.decode(c);
@@ -56,10 +71,23 @@ fn values_are_strictly_monotonic_in_the_code() {
             prev = v;
             if f.is_signed() && !f.is_nan_code(c | f.sign_mask()) {
                 let n = f.decode(c | f.sign_mask());
-                assert!(same(n, -v), "{f}: code {:#x} = {n}, want {}", c | f.sign_mask(), -v);
+                assert!(
+                    same(n, -v),
+                    "{f}: code {:#x} = {n}, want {}",
+                    c | f.sign_mask(),
+                    -v
+                );
             }
         }
-        assert_eq!(prev, if f.has_inf() { f64::INFINITY } else { f.max_finite() }, "{f}");
+        assert_eq!(
+            prev,
+            if f.has_inf() {
+                f64::INFINITY
+            } else {
+                f.max_finite()
+            },
+            "{f}"
+        );
     }
 }
 
@@ -67,7 +95,11 @@ fn values_are_strictly_monotonic_in_the_code() {
 fn probes_between_neighbours_round_by_definition() {
     for f in small() {
         // Sorted non-negative finite values with their codes.
-        let half = if f.is_signed() { f.sign_mask() } else { f.max_code() + 1 };
+        let half = if f.is_signed() {
+            f.sign_mask()
+        } else {
+            f.max_code() + 1
+        };
         let table: Vec<(f64, u64)> = (0..half)
             .map(|c| (f.decode(c), c))
             .filter(|(v, _)| v.is_finite())
@@ -109,17 +141,55 @@ fn probes_between_neighbours_round_by_definition() {
                             RoundingMode::NearestEven => {
                                 // ties to the even significand; with m = 0 every significand
                                 // is 1 (odd), so ties go to the larger power (E8M0)
-                                let even_low = if f.man_bits() > 0 { ca % 2 == 0 } else { a == 0.0 };
-                                if fr < 0.5 { a } else if fr > 0.5 || !even_low { b } else { a }
+                                let even_low = if f.man_bits() > 0 {
+                                    ca % 2 == 0
+                                } else {
+                                    a == 0.0
+                                };
+                                if fr < 0.5 {
+                                    a
+                                } else if fr > 0.5 || !even_low {
+                                    b
+                                } else {
+                                    a
+                                }
                             }
-                            RoundingMode::NearestAway => if fr < 0.5 { a } else { b },
+                            RoundingMode::NearestAway => {
+                                if fr < 0.5 {
+                                    a
+                                } else {
+                                    b
+                                }
+                            }
                             RoundingMode::TowardZero => a,
-                            RoundingMode::Up => if sign > 0.0 { b } else { a },
-                            RoundingMode::Down => if sign > 0.0 { a } else { b },
+                            RoundingMode::Up => {
+                                if sign > 0.0 {
+                                    b
+                                } else {
+                                    a
+                                }
+                            }
+                            RoundingMode::Down => {
+                                if sign > 0.0 {
+                                    a
+                                } else {
+                                    b
+                                }
+                            }
                             RoundingMode::ToOdd => {
                                 // odd significand: the odd code, except across a binade of a
                                 // format without mantissa bits (m = 0: the lower one)
-                                if f.man_bits() == 0 { if a == 0.0 { b } else { a } } else if ca % 2 == 1 { a } else { b }
+                                if f.man_bits() == 0 {
+                                    if a == 0.0 {
+                                        b
+                                    } else {
+                                        a
+                                    }
+                                } else if ca % 2 == 1 {
+                                    a
+                                } else {
+                                    b
+                                }
                             }
                             RoundingMode::Stochastic => unreachable!(),
                         }
@@ -132,7 +202,12 @@ fn probes_between_neighbours_round_by_definition() {
                     if !f.has_zero() && mag == 0.0 {
                         continue;
                     }
-                    assert!(same(got[i], w), "{f} {mode} x = {} ({fr} of [{a}, {b}]): got {}, want {w}", xin[i], got[i]);
+                    assert!(
+                        same(got[i], w),
+                        "{f} {mode} x = {} ({fr} of [{a}, {b}]): got {}, want {w}",
+                        xin[i],
+                        got[i]
+                    );
                 }
             }
         }

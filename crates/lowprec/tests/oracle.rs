@@ -39,7 +39,14 @@ fn check<I: Float>(f: &FloatFormat, o: &RoundOptions, x: &[I], at: u64) -> (u64,
             first.get_or_insert_with(|| {
                 format!(
                     "{f} {} {}: x = {:e} ({:#x}): kernel {:e} / {:#x}, reference {:e} / {:?}",
-                    o.mode, o.overflow, xi.to_f64(), xi.to_f64().to_bits(), vals[i], codes[i], r.value, r.code
+                    o.mode,
+                    o.overflow,
+                    xi.to_f64(),
+                    xi.to_f64().to_bits(),
+                    vals[i],
+                    codes[i],
+                    r.value,
+                    r.code
                 )
             });
         }
@@ -47,11 +54,21 @@ fn check<I: Float>(f: &FloatFormat, o: &RoundOptions, x: &[I], at: u64) -> (u64,
     let any_nan_uncodable = x.iter().any(|v| v.to_f64().is_nan()) && !f.has_nan();
     if enc.is_err() != any_nan_uncodable {
         bad += 1;
-        first.get_or_insert_with(|| format!("{f}: encode error {:?} but uncodable NaN {any_nan_uncodable}", enc.err()));
+        first.get_or_insert_with(|| {
+            format!(
+                "{f}: encode error {:?} but uncodable NaN {any_nan_uncodable}",
+                enc.err()
+            )
+        });
     }
     if st != want {
         bad += 1;
-        first.get_or_insert_with(|| format!("{f} {} {}: status {st:?}, reference {want:?}", o.mode, o.overflow));
+        first.get_or_insert_with(|| {
+            format!(
+                "{f} {} {}: status {st:?}, reference {want:?}",
+                o.mode, o.overflow
+            )
+        });
     }
     (bad, first)
 }
@@ -75,7 +92,13 @@ fn run_format(f: &FloatFormat, n: usize) {
                     (b1 + b2, f1.or(f2))
                 })
                 .reduce(|| (0, None), |a, b| (a.0 + b.0, a.1.or(b.1)));
-            assert_eq!(bad, 0, "{} mismatches; first: {}", bad, first.unwrap_or_default());
+            assert_eq!(
+                bad,
+                0,
+                "{} mismatches; first: {}",
+                bad,
+                first.unwrap_or_default()
+            );
         }
     }
 }
@@ -95,14 +118,24 @@ fn custom_formats_a_million_inputs_per_mode_and_type() {
 }
 
 fn any_format() -> impl Strategy<Value = FloatFormat> {
-    (1u32..=11, 0u32..=52, -40i32..=1100, 0u8..4, any::<bool>(), any::<bool>()).prop_filter_map(
-        "valid format",
-        |(e, m, bias, sp, signed, zero)| {
-            let specials = [lowprec::Specials::Ieee, lowprec::Specials::Fn, lowprec::Specials::Fnuz, lowprec::Specials::None][sp as usize];
+    (
+        1u32..=11,
+        0u32..=52,
+        -40i32..=1100,
+        0u8..4,
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_filter_map("valid format", |(e, m, bias, sp, signed, zero)| {
+            let specials = [
+                lowprec::Specials::Ieee,
+                lowprec::Specials::Fn,
+                lowprec::Specials::Fnuz,
+                lowprec::Specials::None,
+            ][sp as usize];
             let bias = bias.min((1 << e) + 2).max(-(1 << e));
             FloatFormat::new(e, m, bias, specials, signed, zero).ok()
-        },
-    )
+        })
 }
 
 proptest! {

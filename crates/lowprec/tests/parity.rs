@@ -9,7 +9,10 @@ use lowprec::simd::{self, Level};
 use lowprec::{encode_vec, round_in_place, round_vec, RoundOptions, RoundingMode, Status};
 
 fn pool(n: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap()
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -37,8 +40,14 @@ fn levels_threads_and_in_place_agree() {
                     match &base {
                         None => base = Some((codes, vals, st)),
                         Some((c0, v0, s0)) => {
-                            assert!(c0 == &codes, "{f} {mode}: codes differ at {level:?}, {threads} threads");
-                            assert!(v0 == &vals, "{f} {mode}: values differ at {level:?}, {threads} threads");
+                            assert!(
+                                c0 == &codes,
+                                "{f} {mode}: codes differ at {level:?}, {threads} threads"
+                            );
+                            assert!(
+                                v0 == &vals,
+                                "{f} {mode}: values differ at {level:?}, {threads} threads"
+                            );
                             assert_eq!(s0, &st, "{f} {mode}: status differs at {level:?}");
                         }
                     }
@@ -48,19 +57,37 @@ fn levels_threads_and_in_place_agree() {
             // in place (binary64 data) equals out of place
             let mut y: Vec<f64> = x.iter().map(|&v| v as f64).collect();
             round_in_place(&f, &mut y, &o).unwrap();
-            assert!(y.iter().zip(&vals).all(|(a, &b)| same(*a, f64::from_bits(b))), "{f} {mode}: in place");
+            assert!(
+                y.iter()
+                    .zip(&vals)
+                    .all(|(a, &b)| same(*a, f64::from_bits(b))),
+                "{f} {mode}: in place"
+            );
             // binary32 in place, where the format fits binary32
             if f.fits_f32() {
                 let mut y32 = x.clone();
                 round_in_place(&f, &mut y32, &o).unwrap();
                 let (v32, _) = round_vec(&f, &x, &o).unwrap();
-                assert!(y32.iter().zip(&v32).all(|(a, b)| same(*a as f64, *b as f64)), "{f} {mode}: f32 in place");
-                assert!(v32.iter().zip(&vals).all(|(a, &b)| same(*a as f64, f64::from_bits(b))), "{f} {mode}: f32 out");
+                assert!(
+                    y32.iter()
+                        .zip(&v32)
+                        .all(|(a, b)| same(*a as f64, *b as f64)),
+                    "{f} {mode}: f32 in place"
+                );
+                assert!(
+                    v32.iter()
+                        .zip(&vals)
+                        .all(|(a, &b)| same(*a as f64, f64::from_bits(b))),
+                    "{f} {mode}: f32 out"
+                );
             }
             // the scalar API on a sample (index 0: stochastic rounding differs by index)
             if mode != RoundingMode::Stochastic {
                 for i in (0..n).step_by(997) {
-                    assert!(same(f.round(x[i] as f64, &o), f64::from_bits(vals[i])), "{f} {mode}: scalar");
+                    assert!(
+                        same(f.round(x[i] as f64, &o), f64::from_bits(vals[i])),
+                        "{f} {mode}: scalar"
+                    );
                 }
             }
         }
@@ -86,7 +113,9 @@ fn index_offsets_across_a_multiple_of_2_pow_32() {
     let f = lowprec::FloatFormat::BF16;
     let x = inputs_f32(&f, 5_000, 4);
     let start = (1u64 << 32) - 2_000;
-    let o = RoundOptions::new(RoundingMode::Stochastic).seed(1).index_offset(start);
+    let o = RoundOptions::new(RoundingMode::Stochastic)
+        .seed(1)
+        .index_offset(start);
     let (codes, _) = encode_vec::<f32, u16>(&f, &x, &o).unwrap();
     for (i, &xi) in x.iter().enumerate() {
         let r = lowprec::reference::round(&f, xi as f64, &o, i as u64);

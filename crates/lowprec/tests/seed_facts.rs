@@ -33,27 +33,54 @@ fn spec_table_numbers() {
     assert_eq!(FloatFormat::FP6_E3M2.min_subnormal(), Some(0.0625));
     assert_eq!(FloatFormat::FP6_E2M3.min_subnormal(), Some(0.125));
     assert_eq!(FloatFormat::E8M0.min_subnormal(), None);
-    let mut v: Vec<f64> = FloatFormat::FP4_E2M1.all_values().unwrap().iter().map(|v| v.abs()).collect();
+    let mut v: Vec<f64> = FloatFormat::FP4_E2M1
+        .all_values()
+        .unwrap()
+        .iter()
+        .map(|v| v.abs())
+        .collect();
     v.sort_by(f64::total_cmp);
     v.dedup();
     assert_eq!(v, [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]);
     assert_eq!(FloatFormat::FP16.epsilon(), 2f64.powi(-10));
     assert_eq!(FloatFormat::BF16.unit_roundoff(), 2f64.powi(-8));
-    assert_eq!((FloatFormat::FP8_E4M3.emin(), FloatFormat::FP8_E4M3.emax()), (-6, 8));
+    assert_eq!(
+        (FloatFormat::FP8_E4M3.emin(), FloatFormat::FP8_E4M3.emax()),
+        (-6, 8)
+    );
 }
 
 #[test]
 fn names_and_aliases_parse_to_the_presets() {
     for p in lowprec::format::PRESETS {
         assert_eq!(FloatFormat::parse(p.name).unwrap(), p.format);
-        assert_eq!(FloatFormat::parse(&p.name.to_uppercase()).unwrap(), p.format);
-        assert_eq!(FloatFormat::parse(&p.format.spec()).unwrap(), p.format, "{}", p.format.spec());
+        assert_eq!(
+            FloatFormat::parse(&p.name.to_uppercase()).unwrap(),
+            p.format
+        );
+        assert_eq!(
+            FloatFormat::parse(&p.format.spec()).unwrap(),
+            p.format,
+            "{}",
+            p.format.spec()
+        );
         for a in p.aliases {
             assert_eq!(FloatFormat::parse(a).unwrap(), p.format, "{a}");
         }
     }
-    for (a, b) in [("float8_e4m3fn", "fp8-e4m3"), ("bfloat16", "bf16"), ("float4_e2m1fn", "fp4-e2m1"), ("float8_e5m2fnuz", "fp8-e5m2fnuz"), ("float8_e8m0fnu", "e8m0"), ("FP8_E4M3", "fp8-e4m3")] {
-        assert_eq!(FloatFormat::parse(a).unwrap(), FloatFormat::parse(b).unwrap(), "{a}");
+    for (a, b) in [
+        ("float8_e4m3fn", "fp8-e4m3"),
+        ("bfloat16", "bf16"),
+        ("float4_e2m1fn", "fp4-e2m1"),
+        ("float8_e5m2fnuz", "fp8-e5m2fnuz"),
+        ("float8_e8m0fnu", "e8m0"),
+        ("FP8_E4M3", "fp8-e4m3"),
+    ] {
+        assert_eq!(
+            FloatFormat::parse(a).unwrap(),
+            FloatFormat::parse(b).unwrap(),
+            "{a}"
+        );
     }
     let e = FloatFormat::parse("fp7").unwrap_err().to_string();
     assert!(e.contains("fp8-e4m3") && e.contains("e4m3b7:fn"), "{e}");

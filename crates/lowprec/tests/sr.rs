@@ -14,19 +14,26 @@ fn the_mean_of_many_roundings_is_within_four_sigma_of_x() {
         (FloatFormat::FP8_E4M3, 2.3f64),
         (FloatFormat::FP8_E5M2, -0.0123),
         (FloatFormat::BF16, 1.0 + 1.0 / 3.0),
-        (FloatFormat::FP16, 1e-6),  // subnormal range
-        (FloatFormat::FP4_E2M1, 0.2), // between 0 and 0.5
+        (FloatFormat::FP16, 1e-6),     // subnormal range
+        (FloatFormat::FP4_E2M1, 0.2),  // between 0 and 0.5
         (FloatFormat::FP8_E4M3, 3e-5), // far below the smallest subnormal
     ] {
         let xs = vec![x; n];
         let (y, _) = round_vec(&f, &xs, &sr(17)).unwrap();
         let lo = f.round(x, &RoundOptions::new(RoundingMode::Down));
         let hi = f.round(x, &RoundOptions::new(RoundingMode::Up));
-        assert!(y.iter().all(|&v| v == lo || v == hi), "{f}: only the two neighbours");
+        assert!(
+            y.iter().all(|&v| v == lo || v == hi),
+            "{f}: only the two neighbours"
+        );
         let p = (x - lo) / (hi - lo);
         let mean = y.iter().sum::<f64>() / n as f64;
         let sigma = (hi - lo) * (p * (1.0 - p) / n as f64).sqrt();
-        assert!((mean - x).abs() <= 4.0 * sigma + 1e-300, "{f} x = {x}: mean {mean}, 4σ = {}", 4.0 * sigma);
+        assert!(
+            (mean - x).abs() <= 4.0 * sigma + 1e-300,
+            "{f} x = {x}: mean {mean}, 4σ = {}",
+            4.0 * sigma
+        );
     }
 }
 
@@ -44,7 +51,9 @@ fn reproducible_and_seed_dependent() {
 #[test]
 fn one_and_two_threads_give_identical_bits() {
     let f = FloatFormat::BF16;
-    let x: Vec<f32> = (0..1_000_000).map(|i| ((i as f32) * 0.618).sin() * 100.0).collect();
+    let x: Vec<f32> = (0..1_000_000)
+        .map(|i| ((i as f32) * 0.618).sin() * 100.0)
+        .collect();
     let run = |t: usize| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(t)
@@ -58,7 +67,9 @@ fn one_and_two_threads_give_identical_bits() {
 #[test]
 fn binary32_and_binary64_inputs_round_alike() {
     let f = FloatFormat::FP8_E5M2;
-    let x32: Vec<f32> = (0..200_000).map(|i| ((i as f32) * 0.37).cos() * 1000.0).collect();
+    let x32: Vec<f32> = (0..200_000)
+        .map(|i| ((i as f32) * 0.37).cos() * 1000.0)
+        .collect();
     let x64: Vec<f64> = x32.iter().map(|&v| v as f64).collect();
     let a = encode_vec::<f32, u8>(&f, &x32, &sr(4)).unwrap().0;
     let b = encode_vec::<f64, u8>(&f, &x64, &sr(4)).unwrap().0;

@@ -6,8 +6,7 @@ mod common;
 
 use common::{csv, hex};
 use lowprec::{
-    decode_vec, encode_vec, reference, round_vec, FloatFormat, Overflow, RoundOptions,
-    RoundingMode,
+    decode_vec, encode_vec, reference, round_vec, FloatFormat, Overflow, RoundOptions, RoundingMode,
 };
 use std::collections::BTreeMap;
 
@@ -19,7 +18,10 @@ type Group = (String, String, String);
 
 fn grouped() -> BTreeMap<Group, Vec<(f64, u64, u64)>> {
     let mut g: BTreeMap<Group, Vec<(f64, u64, u64)>> = BTreeMap::new();
-    for r in csv("rounding.csv", "format,rounding,overflow,input_bits,value_bits,code") {
+    for r in csv(
+        "rounding.csv",
+        "format,rounding,overflow,input_bits,value_bits,code",
+    ) {
         g.entry((r[0].clone(), r[1].clone(), r[2].clone()))
             .or_default()
             .push((f64::from_bits(hex(&r[3])), hex(&r[4]), hex(&r[5])));
@@ -46,7 +48,9 @@ fn rounding_csv_every_row_every_path() {
             .collect();
         let xs32: Vec<f32> = f32_rows.iter().map(|&i| xs[i] as f32).collect();
         let (codes32, _) = encode_vec::<f32, u64>(&fmt, &xs32, &opts).unwrap();
-        let vals32: Option<Vec<f32>> = fmt.fits_f32().then(|| round_vec(&fmt, &xs32, &opts).unwrap().0);
+        let vals32: Option<Vec<f32>> = fmt
+            .fits_f32()
+            .then(|| round_vec(&fmt, &xs32, &opts).unwrap().0);
         let mut at32 = 0;
         for (i, &(x, vb, code)) in cases.iter().enumerate() {
             rows += 1;
@@ -88,7 +92,12 @@ fn rounding_csv_every_row_every_path() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} rows checked; failures:\n{}", rows, failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} rows checked; failures:\n{}",
+        rows,
+        failures.join("\n")
+    );
     assert!(rows > 150_000, "only {rows} rows");
 }
 
@@ -96,7 +105,10 @@ fn rounding_csv_every_row_every_path() {
 fn decode_csv_every_row() {
     let mut by_fmt: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
     for r in csv("decode.csv", "format,code,value_bits") {
-        by_fmt.entry(r[0].clone()).or_default().push((hex(&r[1]), hex(&r[2])));
+        by_fmt
+            .entry(r[0].clone())
+            .or_default()
+            .push((hex(&r[1]), hex(&r[2])));
     }
     let mut rows = 0;
     for (f, cases) in &by_fmt {

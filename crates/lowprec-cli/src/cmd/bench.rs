@@ -85,19 +85,20 @@ struct Bufs {
 fn measure(a: &Args, formats: &[FloatFormat], threads: usize, b: &mut Bufs) -> Result<Vec<Record>> {
     let n = a.n;
     let mut out = Vec::new();
-    let mut rec = |op: &str, f: &str, r: &str, input: &str, buffer: &str, (best, med): (f64, f64)| {
-        out.push(Record {
-            op: op.into(),
-            format: f.into(),
-            rounding: r.into(),
-            input: input.into(),
-            threads,
-            elements: n,
-            elements_per_s: n as f64 / best,
-            median_elements_per_s: n as f64 / med,
-            buffer: buffer.into(),
-        });
-    };
+    let mut rec =
+        |op: &str, f: &str, r: &str, input: &str, buffer: &str, (best, med): (f64, f64)| {
+            out.push(Record {
+                op: op.into(),
+                format: f.into(),
+                rounding: r.into(),
+                input: input.into(),
+                threads,
+                elements: n,
+                elements_per_s: n as f64 / best,
+                median_elements_per_s: n as f64 / med,
+                buffer: buffer.into(),
+            });
+        };
     let t = time(a.reps, || b.y32.copy_from_slice(&b.x32));
     rec("copy", "float32", "-", "f32", "preallocated", t);
     let t = time(a.reps, || b.y64.copy_from_slice(&b.x64));
@@ -189,15 +190,44 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         lowprec::simd::active().name(),
         a.reps
     );
-    let g = |r: &Record| format!("{:.2} ({:.2})", r.elements_per_s / 1e9, r.median_elements_per_s / 1e9);
-    let mut t = Table::new(&["op", "format", "rounding", "input", "buffer", "1 thread", &format!("{all} threads")]);
+    let g = |r: &Record| {
+        format!(
+            "{:.2} ({:.2})",
+            r.elements_per_s / 1e9,
+            r.median_elements_per_s / 1e9
+        )
+    };
+    let mut t = Table::new(&[
+        "op",
+        "format",
+        "rounding",
+        "input",
+        "buffer",
+        "1 thread",
+        &format!("{all} threads"),
+    ]);
     let ones: Vec<&Record> = records.iter().filter(|r| r.threads == 1).collect();
     for r in ones {
         let many = records
             .iter()
-            .find(|m| m.threads == all && m.op == r.op && m.format == r.format && m.rounding == r.rounding && m.input == r.input && m.buffer == r.buffer)
+            .find(|m| {
+                m.threads == all
+                    && m.op == r.op
+                    && m.format == r.format
+                    && m.rounding == r.rounding
+                    && m.input == r.input
+                    && m.buffer == r.buffer
+            })
             .map_or("-".to_string(), g);
-        t.row(vec![r.op.clone(), r.format.clone(), r.rounding.clone(), r.input.clone(), r.buffer.clone(), g(r), many]);
+        t.row(vec![
+            r.op.clone(),
+            r.format.clone(),
+            r.rounding.clone(),
+            r.input.clone(),
+            r.buffer.clone(),
+            g(r),
+            many,
+        ]);
     }
     print!("{}", t.render());
     Ok(ExitCode::SUCCESS)

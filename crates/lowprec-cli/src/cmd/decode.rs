@@ -71,7 +71,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 d.dtype_name()
             ),
         };
-        npy::write(out, &Array { shape: arr.shape.clone(), data })?;
+        npy::write(
+            out,
+            &Array {
+                shape: arr.shape.clone(),
+                data,
+            },
+        )?;
         eprintln!(
             "decoded {} {} codes from {} into {}",
             arr.data.len(),

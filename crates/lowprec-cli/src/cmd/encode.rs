@@ -12,7 +12,7 @@ pub struct Args {
     /// The format.
     pub format: String,
     /// The numbers (decimal, `inf`, `nan`, or `0x…` binary64 bits).
-    #[arg(required = true, allow_hyphen_values = true)]
+    #[arg(required = true, allow_negative_numbers = true)]
     pub values: Vec<String>,
     #[command(flatten)]
     pub round: RoundArgs,
@@ -70,7 +70,14 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "input": x, "rounded": v, "code": code.as_ref().ok(), "bits": bits_s,
             "lower": lo, "upper": hi, "rel_error": rel,
         }));
-        t.row(vec![s.clone(), num(v), code_s, bits_s, between, format!("{rel:.3e}")]);
+        t.row(vec![
+            s.clone(),
+            num(v),
+            code_s,
+            bits_s,
+            between,
+            format!("{rel:.3e}"),
+        ]);
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json)?);

@@ -33,19 +33,22 @@ pub fn specials(f: &FloatFormat) -> String {
 
 /// The layout `S.E.M` in bits.
 pub fn layout(f: &FloatFormat) -> String {
-    format!(
-        "{}.{}.{}",
-        f.is_signed() as u32,
-        f.exp_bits(),
-        f.man_bits()
-    )
+    format!("{}.{}.{}", f.is_signed() as u32, f.exp_bits(), f.man_bits())
 }
 
 /// The table of every preset.
 pub fn table() -> Table {
     let mut t = Table::new(&[
-        "format", "bits", "s.e.m", "bias", "max", "min normal", "min subnormal", "epsilon",
-        "specials", "used for",
+        "format",
+        "bits",
+        "s.e.m",
+        "bias",
+        "max",
+        "min normal",
+        "min subnormal",
+        "epsilon",
+        "specials",
+        "used for",
     ]);
     for p in PRESETS {
         let f = p.format;

@@ -23,10 +23,16 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let rows = [
         ("spec", f.spec()),
         ("bits", f.bits().to_string()),
-        ("sign / exponent / mantissa bits", super::formats::layout(&f)),
+        (
+            "sign / exponent / mantissa bits",
+            super::formats::layout(&f),
+        ),
         ("bias", f.bias().to_string()),
         ("emin, emax", format!("{}, {}", f.emin(), f.emax())),
-        ("max finite", format!("{} (code {:#x})", num(f.max_finite()), f.max_mag())),
+        (
+            "max finite",
+            format!("{} (code {:#x})", num(f.max_finite()), f.max_mag()),
+        ),
         ("min normal", num(f.min_normal())),
         ("min subnormal", f.min_subnormal().map_or("-".into(), num)),
         ("epsilon (2^-m)", num(f.epsilon())),
@@ -34,7 +40,14 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         ("specials", super::formats::specials(&f)),
         ("+Inf code", code(f.inf_code(false))),
         ("NaN code", code(f.nan_code(false))),
-        ("-0", if f.has_negative_zero() { "yes".into() } else { "no".into() }),
+        (
+            "-0",
+            if f.has_negative_zero() {
+                "yes".into()
+            } else {
+                "no".into()
+            },
+        ),
     ];
     for (k, v) in rows {
         println!("  {k:<32} {v}");

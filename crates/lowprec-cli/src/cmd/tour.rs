@@ -11,7 +11,9 @@ pub fn run() -> Result<ExitCode> {
 
     println!("\n== 0.1 in each format (round to nearest even) ==");
     let rne = RoundOptions::default();
-    for name in ["fp32", "bf16", "fp16", "fp8-e4m3", "fp8-e5m2", "fp6-e2m3", "fp4-e2m1"] {
+    for name in [
+        "fp32", "bf16", "fp16", "fp8-e4m3", "fp8-e5m2", "fp6-e2m3", "fp4-e2m1",
+    ] {
         let f = FloatFormat::parse(name)?;
         let v = f.round(0.1, &rne);
         let c = f.encode(0.1, &rne)?;
@@ -34,9 +36,15 @@ pub fn run() -> Result<ExitCode> {
     let x = vec![2.3f32; n];
     let sr = RoundOptions::new(RoundingMode::Stochastic).seed(42);
     let (codes, _) = encode_vec::<f32, u8>(&e4m3, &x, &sr)?;
-    let up = codes.iter().filter(|&&c| e4m3.decode(c as u64) == 2.5).count();
+    let up = codes
+        .iter()
+        .filter(|&&c| e4m3.decode(c as u64) == 2.5)
+        .count();
     let mean = (up as f64 * 2.5 + (n - up) as f64 * 2.25) / n as f64;
-    println!("  sr over {n} copies: mean {mean:.5} (exact 2.3; 20% round up, measured {:.3}%)", 100.0 * up as f64 / n as f64);
+    println!(
+        "  sr over {n} copies: mean {mean:.5} (exact 2.3; 20% round up, measured {:.3}%)",
+        100.0 * up as f64 / n as f64
+    );
 
     println!("\n== Overflow: IEEE 754 §7.4 by direction, or saturate ==");
     for (name, x) in [("fp16", 70000.0), ("fp8-e4m3", 1000.0), ("fp8-e5m2", 1e6)] {
@@ -49,7 +57,9 @@ pub fn run() -> Result<ExitCode> {
             r(RoundingMode::NearestEven, Overflow::Saturate)
         );
     }
-    println!("  (the seed numfmt.py gives Inf/NaN under rtz; IEEE 754 gives the largest finite number)");
+    println!(
+        "  (the seed numfmt.py gives Inf/NaN under rtz; IEEE 754 gives the largest finite number)"
+    );
 
     println!("\n== What happened: counts for 1M normal(0, 1) samples into fp8-e4m3 ==");
     let mut s = 7u64;
@@ -66,8 +76,15 @@ pub fn run() -> Result<ExitCode> {
             ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32 * 100.0
         })
         .collect();
-    let (_, st) = encode_vec::<f32, u8>(&e4m3, &g, &RoundOptions::default().overflow(Overflow::Saturate))?;
-    println!("  scaled by 100, saturating: {}", super::status_line(&st, n));
+    let (_, st) = encode_vec::<f32, u8>(
+        &e4m3,
+        &g,
+        &RoundOptions::default().overflow(Overflow::Saturate),
+    )?;
+    println!(
+        "  scaled by 100, saturating: {}",
+        super::status_line(&st, n)
+    );
     println!("\nNext: lowprec info fp8-e4m3 | lowprec encode bf16 3.14159 | lowprec round FORMAT in.npy -o out.npy");
     Ok(ExitCode::SUCCESS)
 }

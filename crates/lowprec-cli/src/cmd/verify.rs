@@ -32,7 +32,9 @@ const BLOCK: u64 = 1 << 16;
 
 /// Mismatches in one block: (count, first few descriptions).
 fn check_block(f: &FloatFormat, o: &RoundOptions, start: u64, len: u64) -> (u64, Vec<String>) {
-    let x: Vec<f32> = (start..start + len).map(|b| f32::from_bits(b as u32)).collect();
+    let x: Vec<f32> = (start..start + len)
+        .map(|b| f32::from_bits(b as u32))
+        .collect();
     let o = o.index_offset(start);
     let mut codes = vec![0u32; x.len()];
     let code_ok = encode_into(f, &x, &mut codes, &o).is_ok();
@@ -79,7 +81,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             let mode = RoundingMode::parse(m)?;
             let o = RoundOptions::new(mode).overflow(overflow).seed(0x5eed);
             let t0 = Instant::now();
-            let blocks: Vec<u64> = (a.start..a.start + a.count).step_by(BLOCK as usize).collect();
+            let blocks: Vec<u64> = (a.start..a.start + a.count)
+                .step_by(BLOCK as usize)
+                .collect();
             let (bad, first) = blocks
                 .par_iter()
                 .map(|&s| check_block(&f, &o, s, BLOCK.min(a.start + a.count - s)))

@@ -371,9 +371,9 @@ impl FloatFormat {
     pub const fn nan_code(&self, negative: bool) -> Option<u64> {
         let sign = if negative { self.sign_mask() } else { 0 };
         match self.specials {
-            Specials::Ieee => Some(
-                sign | (self.top_field() << self.man_bits) | (1u64 << (self.man_bits - 1)),
-            ),
+            Specials::Ieee => {
+                Some(sign | (self.top_field() << self.man_bits) | (1u64 << (self.man_bits - 1)))
+            }
             Specials::Fn => Some(sign | self.mag_mask()),
             Specials::Fnuz => Some(self.sign_mask()),
             Specials::None => None,
@@ -394,7 +394,9 @@ impl FloatFormat {
         let code = code & self.max_code();
         let mag = code & self.mag_mask();
         match self.specials {
-            Specials::Ieee => (mag >> self.man_bits) == self.top_field() && mag & self.man_mask() != 0,
+            Specials::Ieee => {
+                (mag >> self.man_bits) == self.top_field() && mag & self.man_mask() != 0
+            }
             Specials::Fn => mag == self.mag_mask(),
             Specials::Fnuz => code == self.sign_mask(),
             Specials::None => false,
@@ -463,7 +465,11 @@ impl FloatFormat {
     /// The field widths `[sign, exponent, mantissa]` for [`crate::int::bits_str`]; the sign
     /// width is 0 for unsigned formats.
     pub const fn field_widths(&self) -> [u32; 3] {
-        [self.signed as u32, self.exp_bits as u32, self.man_bits as u32]
+        [
+            self.signed as u32,
+            self.exp_bits as u32,
+            self.man_bits as u32,
+        ]
     }
 
     /// The code written in binary with the fields separated by spaces (`0 1111 110`).

@@ -110,7 +110,11 @@ impl FloatFormat {
             Some(r) => r,
             None => Err(Error::UnknownFormat {
                 name: name.to_string(),
-                known: PRESETS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+                known: PRESETS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
             }),
         }
     }

@@ -119,7 +119,14 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "fp4-e2m1",
         format: FloatFormat::FP4_E2M1,
-        aliases: &["fp4", "e2m1", "e2m1fn", "fp4e2m1fn", "float4e2m1fn", "float4e2m1"],
+        aliases: &[
+            "fp4",
+            "e2m1",
+            "e2m1fn",
+            "fp4e2m1fn",
+            "float4e2m1fn",
+            "float4e2m1",
+        ],
         note: "OCP MX, NVFP4 elements",
     },
     Preset {

@@ -41,7 +41,10 @@ pub fn write_atomic(
     })();
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
-        return Err(Error::BadFile(format!("cannot write {}: {e}", path.display())));
+        return Err(Error::BadFile(format!(
+            "cannot write {}: {e}",
+            path.display()
+        )));
     }
     Ok(())
 }

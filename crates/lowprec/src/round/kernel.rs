@@ -50,10 +50,7 @@ pub(crate) const fn mode_id(m: RoundingMode) -> u8 {
 /// Whether binary32 inputs can be rounded in 32-bit lanes for this format (else they are
 /// widened to binary64, exactly, first).
 pub(crate) fn f32_native(fmt: &FloatFormat, values: bool) -> bool {
-    fmt.man_bits() <= 23
-        && fmt.emin() >= -126
-        && fmt.bits() <= 32
-        && (!values || fmt.fits_f32())
+    fmt.man_bits() <= 23 && fmt.emin() >= -126 && fmt.bits() <= 32 && (!values || fmt.fits_f32())
 }
 
 /// A format and options as lane constants for input type `I`.
@@ -140,9 +137,9 @@ impl<I: Float> Plan<I> {
                 return max_code(neg);
             }
             match opts.mode {
-                RoundingMode::NearestEven | RoundingMode::NearestAway | RoundingMode::Stochastic => {
-                    away(neg)
-                }
+                RoundingMode::NearestEven
+                | RoundingMode::NearestAway
+                | RoundingMode::Stochastic => away(neg),
                 RoundingMode::TowardZero | RoundingMode::ToOdd => max_code(neg),
                 RoundingMode::Up => {
                     if neg {
@@ -173,7 +170,11 @@ impl<I: Float> Plan<I> {
             let v = if v.is_nan() && neg { -f64::NAN } else { v };
             I::from_f64(v).to_bits().to_u64()
         };
-        let nan_val = |neg: bool| I::from_f64(if neg { -f64::NAN } else { f64::NAN }).to_bits().to_u64();
+        let nan_val = |neg: bool| {
+            I::from_f64(if neg { -f64::NAN } else { f64::NAN })
+                .to_bits()
+                .to_u64()
+        };
 
         // float-add kernel: c = 2^(max(e, emin) + mant − m), e clamped at emax + 2.
         let eclamp = fmt.emax() as i64 + 2 + bias_in;
@@ -300,7 +301,9 @@ fn core<I: Float, const K: u8, const MODE: u8>(
             let c = I::from_bits(cb);
             let s = I::from_bits(a).add(c);
             let y = s.sub(c);
-            let ord = (ef.wsub(p.a_emin)).shr(p.a_dshift).wadd(s.to_bits().wsub(cb));
+            let ord = (ef.wsub(p.a_emin))
+                .shr(p.a_dshift)
+                .wadd(s.to_bits().wsub(cb));
             (ord, y.to_bits() != a, y)
         }
         _ => {
@@ -642,7 +645,11 @@ pub(crate) fn run<I: Float, T>(
     out: impl Fn(I::Bits, I) -> T,
 ) -> Status {
     let mut st = Status::default();
-    for (k, (s, d)) in src.chunks(MAX_CALL).zip(dst.chunks_mut(MAX_CALL)).enumerate() {
+    for (k, (s, d)) in src
+        .chunks(MAX_CALL)
+        .zip(dst.chunks_mut(MAX_CALL))
+        .enumerate()
+    {
         st += run_one(p, s, d, index0 + (k * MAX_CALL) as u64, &out);
     }
     st
@@ -669,9 +676,68 @@ fn run_one<I: Float, T>(
     }
 }
 
-/// A plan forced onto the integer kernel (for tests that compare the kernels).
 #[cfg(test)]
-pub(crate) fn force_integer<I: Float>(mut p: Plan<I>) -> Plan<I> {
-    p.kernel = K_INT;
-    p
+mod tests {
+    use super::*;
+
+    /// The float-add and pattern kernels give the integer kernel's bits (which the
+    /// integration tests hold to the reference) on every format that uses them.
+    fn same_as_integer<I: Float>(bits: impl Fn(u64) -> I::Bits) {
+        for p in crate::format::PRESETS {
+            let plan = Plan::<I>::new(&p.format, &RoundOptions::default());
+            if plan.kernel == K_INT || (I::MANT == 23 && !f32_native(&p.format, true)) {
+                continue;
+            }
+            let mut int = plan;
+            int.kernel = K_INT;
+            let mut s = 0x1234u64;
+            for i in 0..400_000u64 {
+                s = crate::round::random::splitmix64(s.wrapping_add(i));
+                let x = bits(s);
+                let a = run_one(
+                    &plan,
+                    &[I::from_bits(x)],
+                    &mut [(zero::<I>(), zero::<I>())],
+                    0,
+                    |c, v| (c, v.to_bits()),
+                );
+                let b = run_one(
+                    &int,
+                    &[I::from_bits(x)],
+                    &mut [(zero::<I>(), zero::<I>())],
+                    0,
+                    |c, v| (c, v.to_bits()),
+                );
+                assert_eq!(a, b, "{}: status of {x:?}", p.name);
+                let mut ya = [(zero::<I>(), zero::<I>())];
+                let mut yb = ya;
+                run_one(&plan, &[I::from_bits(x)], &mut ya, 0, |c, v| {
+                    (c, v.to_bits())
+                });
+                run_one(&int, &[I::from_bits(x)], &mut yb, 0, |c, v| {
+                    (c, v.to_bits())
+                });
+                assert_eq!(ya, yb, "{}: {x:?}", p.name);
+            }
+        }
+    }
+
+    fn zero<I: Float>() -> I::Bits {
+        <I::Bits as Word>::ZERO
+    }
+
+    #[test]
+    fn fast_kernels_equal_the_integer_kernel_f32() {
+        same_as_integer::<f32>(|s| s as u32);
+        // values near each format's range: exponent field 100..160
+        same_as_integer::<f32>(|s| {
+            ((s as u32) & 0x807f_ffff) | ((100 + (s >> 40) as u32 % 60) << 23)
+        });
+    }
+
+    #[test]
+    fn fast_kernels_equal_the_integer_kernel_f64() {
+        same_as_integer::<f64>(|s| s);
+        same_as_integer::<f64>(|s| (s & 0x800f_ffff_ffff_ffff) | ((900 + (s >> 52) % 250) << 52));
+    }
 }

@@ -70,7 +70,7 @@ mod tests {
         for i in 1..n {
             let r = random_bits(3, i);
             for (b, c) in ones.iter_mut().enumerate() {
-                *c += ((r >> b) & 1) as u32;
+                *c += (r >> b) & 1;
             }
             agree += (!(r ^ prev)).count_ones() as u64;
             prev = r;

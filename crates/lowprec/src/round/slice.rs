@@ -30,16 +30,16 @@ fn convert<I: Float, O: Float>(v: I) -> O {
 
 /// The kernel plan for input type `I`: native lanes, or binary32 widened to binary64.
 enum Route<I: Float> {
-    Native(Plan<I>),
-    Widen(Plan<f64>),
+    Native(Box<Plan<I>>),
+    Widen(Box<Plan<f64>>),
 }
 
 impl<I: Float> Route<I> {
     fn new(fmt: &FloatFormat, opts: &RoundOptions, values: bool) -> Self {
         if I::MANT == 52 || f32_native(fmt, values) {
-            Route::Native(Plan::new(fmt, opts))
+            Route::Native(Box::new(Plan::new(fmt, opts)))
         } else {
-            Route::Widen(Plan::new(fmt, opts))
+            Route::Widen(Box::new(Plan::new(fmt, opts)))
         }
     }
 }
@@ -157,7 +157,9 @@ pub fn round_into<I: Float, O: Float>(
             run(&p, s, d, at, |_, v| convert::<I, O>(v))
         }),
         Route::Widen(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
-            widened(s, d, at, |s, d, at| run(&p, s, d, at, |_, v| O::from_f64(v)))
+            widened(s, d, at, |s, d, at| {
+                run(&p, s, d, at, |_, v| O::from_f64(v))
+            })
         }),
     })
 }
@@ -204,17 +206,19 @@ pub fn round_in_place<I: Float>(
         let at = index0.wrapping_add((i * CHUNK) as u64);
         f(d, at)
     };
-    Ok(if data.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
-        data.par_chunks_mut(CHUNK)
-            .enumerate()
-            .map(one)
-            .reduce(Status::default, |a, b| a + b)
-    } else {
-        data.chunks_mut(CHUNK)
-            .enumerate()
-            .map(one)
-            .fold(Status::default(), |a, b| a + b)
-    })
+    Ok(
+        if data.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+            data.par_chunks_mut(CHUNK)
+                .enumerate()
+                .map(one)
+                .reduce(Status::default, |a, b| a + b)
+        } else {
+            data.chunks_mut(CHUNK)
+                .enumerate()
+                .map(one)
+                .fold(Status::default(), |a, b| a + b)
+        },
+    )
 }
 
 /// Round `src` into `fmt` and return the values as a new `Vec` of the input's type.
@@ -328,17 +332,25 @@ pub fn decode_into<C: Code, O: Float>(fmt: &FloatFormat, codes: &[C], dst: &mut 
     let val = |c: u64| O::from_f64(fmt.decode(c));
     if fmt.bits() <= 8 {
         let mut t = [O::default(); 256];
-        t.iter_mut().enumerate().for_each(|(c, v)| *v = val(c as u64));
+        t.iter_mut()
+            .enumerate()
+            .for_each(|(c, v)| *v = val(c as u64));
         for_chunks(codes, dst, 0, |s, d, _| {
-            d.iter_mut().zip(s).for_each(|(d, c)| *d = t[c.to_u64() as u8 as usize]);
+            d.iter_mut()
+                .zip(s)
+                .for_each(|(d, c)| *d = t[c.to_u64() as u8 as usize]);
             Status::default()
         });
     } else if fmt.bits() <= 16 {
         let mut t = vec![O::default(); 1 << 16].into_boxed_slice();
-        t.iter_mut().enumerate().for_each(|(c, v)| *v = val(c as u64));
+        t.iter_mut()
+            .enumerate()
+            .for_each(|(c, v)| *v = val(c as u64));
         let t: &[O; 1 << 16] = (&*t).try_into().expect("table of 2^16 entries");
         for_chunks(codes, dst, 0, |s, d, _| {
-            d.iter_mut().zip(s).for_each(|(d, c)| *d = t[c.to_u64() as u16 as usize]);
+            d.iter_mut()
+                .zip(s)
+                .for_each(|(d, c)| *d = t[c.to_u64() as u16 as usize]);
             Status::default()
         });
     } else {

@@ -103,7 +103,9 @@ word!(u32);
 word!(u64);
 
 /// A binary float the slice API reads and writes: `f32` or `f64`.
-pub trait Float: sealed::Sealed + Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + 'static {
+pub trait Float:
+    sealed::Sealed + Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + 'static
+{
     /// The bits, as the kernels' lane word.
     type Bits: Word;
     /// Stored mantissa width (23, 52).

@@ -1,7 +1,7 @@
 //! Runtime instruction-set dispatch: the one module with `unsafe`.
 //!
 //! The kernels are plain, portable Rust over slices, written so that the compiler
-//! vectorises them. [`dispatch`] runs a closure inside a function compiled with AVX-512 or
+//! vectorises them. `dispatch` runs a closure inside a function compiled with AVX-512 or
 //! AVX2 enabled when the CPU has them (detected once, at run time), so the same source is
 //! vectorised for the widest unit the machine offers; elsewhere, or when
 //! [`set_max_level`] says so, it runs the portable build. Every path computes with the same
@@ -9,7 +9,7 @@
 //!
 //! # Safety
 //!
-//! A `#[target_feature]` function may only run on a CPU with those features. [`dispatch`]
+//! A `#[target_feature]` function may only run on a CPU with those features. `dispatch`
 //! calls one only after `is_x86_feature_detected!` has confirmed every feature it enables,
 //! and [`set_max_level`] can only lower the level below what was detected.
 
@@ -74,7 +74,7 @@ pub fn set_max_level(level: Level) {
     MAX_LEVEL.store(level as u8, Ordering::Relaxed);
 }
 
-/// The level [`dispatch`] uses now: the detected one, capped by [`set_max_level`].
+/// The level `dispatch` uses now: the detected one, capped by [`set_max_level`].
 pub fn active() -> Level {
     let cap = MAX_LEVEL.load(Ordering::Relaxed);
     let d = detected();
@@ -89,7 +89,7 @@ pub fn active() -> Level {
 
 /// A piece of work that can be compiled for several instruction sets. Implementations
 /// mark [`Kernel::run`] `#[inline(always)]`, so that its body (and the loops it inlines) is
-/// compiled inside the target-feature function that [`dispatch`] calls.
+/// compiled inside the target-feature function that `dispatch` calls.
 pub(crate) trait Kernel {
     /// The result.
     type Output;

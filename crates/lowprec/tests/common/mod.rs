@@ -90,11 +90,19 @@ pub fn inputs_f64(f: &FloatFormat, n: usize, seed: u64) -> Vec<f64> {
             let e = lo + (hi - lo) * r.unit();
             let m = 1.0 + r.unit();
             let v = m * 2f64.powf(e.floor());
-            if r.below(2) == 0 { v } else { -v }
+            if r.below(2) == 0 {
+                v
+            } else {
+                -v
+            }
         } else if pick < 90 {
             // a code, its neighbour, their midpoint, and a few binary64 ulps around them
             let c = r.below(max_code.min(1 << 40) + 1);
-            let c = if f.bits() > 40 { r.next_u64() & max_code } else { c };
+            let c = if f.bits() > 40 {
+                r.next_u64() & max_code
+            } else {
+                c
+            };
             let a = f.decode(c);
             let b = f.decode(c.wrapping_add(1) & max_code);
             if !a.is_finite() || !b.is_finite() {
@@ -106,7 +114,11 @@ pub fn inputs_f64(f: &FloatFormat, n: usize, seed: u64) -> Vec<f64> {
             };
             let k = r.below(7) as i64 - 3;
             let v = f64::from_bits((base.to_bits() as i64 + k) as u64);
-            if v.is_nan() { base } else { v }
+            if v.is_nan() {
+                base
+            } else {
+                v
+            }
         } else {
             let e = edges[r.below(edges.len() as u64) as usize];
             let k = r.below(5) as i64 - 2;
@@ -115,7 +127,11 @@ pub fn inputs_f64(f: &FloatFormat, n: usize, seed: u64) -> Vec<f64> {
             } else {
                 e
             };
-            if r.below(2) == 0 { v } else { -v }
+            if r.below(2) == 0 {
+                v
+            } else {
+                -v
+            }
         };
         out.push(x);
     }
@@ -127,7 +143,13 @@ pub fn inputs_f32(f: &FloatFormat, n: usize, seed: u64) -> Vec<f32> {
     let mut r = Rng(seed ^ 0xf32);
     inputs_f64(f, n, seed)
         .into_iter()
-        .map(|x| if r.below(4) == 0 { f32::from_bits(r.next_u64() as u32) } else { x as f32 })
+        .map(|x| {
+            if r.below(4) == 0 {
+                f32::from_bits(r.next_u64() as u32)
+            } else {
+                x as f32
+            }
+        })
         .collect()
 }
 
@@ -135,8 +157,20 @@ pub fn inputs_f32(f: &FloatFormat, n: usize, seed: u64) -> Vec<f32> {
 pub fn all_formats() -> Vec<FloatFormat> {
     let mut v: Vec<FloatFormat> = lowprec::format::PRESETS.iter().map(|p| p.format).collect();
     for s in [
-        "e3m4", "e5m3b11:fn", "e2m2:none", "ue5m2:fn", "e6m1", "ue4m0b7:fn:nozero", "e1m5:none",
-        "e4m3b7:fnuz", "e8m3", "e9m6b200", "e11m10", "e3m0:fn", "e7m12:fnuz", "ue3m3:fn",
+        "e3m4",
+        "e5m3b11:fn",
+        "e2m2:none",
+        "ue5m2:fn",
+        "e6m1",
+        "ue4m0b7:fn:nozero",
+        "e1m5:none",
+        "e4m3b7:fnuz",
+        "e8m3",
+        "e9m6b200",
+        "e11m10",
+        "e3m0:fn",
+        "e7m12:fnuz",
+        "ue3m3:fn",
     ] {
         v.push(FloatFormat::parse(s).unwrap_or_else(|e| panic!("{s}: {e}")));
     }

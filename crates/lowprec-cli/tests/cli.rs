@@ -1,0 +1,412 @@
+//! The built `lowprec` binary: every golden vector through `round` and `decode`, the
+//! informational commands, and bad input (one clear line on stderr, exit code 2, no output
+//! file left behind, the input untouched).
+
+use lowprec::io::npy::{self, Array, Data};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_lowprec"))
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("run lowprec")
+}
+
+fn vectors() -> PathBuf {
+    std::env::var("LOWPREC_VECTORS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
+        })
+}
+
+fn hex(s: &str) -> u64 {
+    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+}
+
+fn same(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+}
+
+fn write(path: &Path, shape: Vec<usize>, data: Data) {
+    npy::write(path, &Array { shape, data }).unwrap();
+}
+
+#[test]
+fn rounding_csv_through_the_cli() {
+    let text = std::fs::read_to_string(vectors().join("rounding.csv")).expect("vectors");
+    type Rows = Vec<(f64, u64, u64)>;
+    let mut groups: BTreeMap<(String, String, String), Rows> = BTreeMap::new();
+    for l in text.lines().skip(1) {
+        let c: Vec<&str> = l.split(',').collect();
+        groups
+            .entry((c[0].into(), c[1].into(), c[2].into()))
+            .or_default()
+            .push((f64::from_bits(hex(c[3])), hex(c[4]), hex(c[5])));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.npy");
+    let (vals, codes) = (dir.path().join("v.npy"), dir.path().join("c.npy"));
+    let mut rows = 0;
+    for ((f, r, o), cases) in &groups {
+        let x: Vec<f64> = cases.iter().map(|c| c.0).collect();
+        write(&input, vec![x.len()], Data::F64(x));
+        let common = ["--rounding", r, "--overflow", o];
+        let out = run(&[
+            &[
+                "round",
+                f,
+                input.to_str().unwrap(),
+                "-o",
+                vals.to_str().unwrap(),
+            ][..],
+            &common,
+        ]
+        .concat());
+        assert!(
+            out.status.success(),
+            "{f} {r} {o}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = run(&[
+            &[
+                "round",
+                f,
+                input.to_str().unwrap(),
+                "-o",
+                codes.to_str().unwrap(),
+                "--codes",
+            ][..],
+            &common,
+        ]
+        .concat());
+        assert!(
+            out.status.success(),
+            "{f} {r} {o}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let Data::F64(v) = npy::read(&vals).unwrap().data else {
+            panic!("float64 values")
+        };
+        let c: Vec<u64> = match npy::read(&codes).unwrap().data {
+            Data::U8(c) => c.into_iter().map(u64::from).collect(),
+            Data::U16(c) => c.into_iter().map(u64::from).collect(),
+            Data::U32(c) => c.into_iter().map(u64::from).collect(),
+            Data::U64(c) => c,
+            d => panic!("codes dtype {}", d.dtype_name()),
+        };
+        for (i, &(x, vb, code)) in cases.iter().enumerate() {
+            assert!(
+                same(v[i], f64::from_bits(vb)),
+                "{f} {r} {o} x={x:e}: value {:e}",
+                v[i]
+            );
+            assert_eq!(c[i], code, "{f} {r} {o} x={x:e}: code");
+            rows += 1;
+        }
+    }
+    assert!(rows > 150_000);
+}
+
+#[test]
+fn decode_csv_through_the_cli() {
+    let text = std::fs::read_to_string(vectors().join("decode.csv")).expect("vectors");
+    let mut by: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    for l in text.lines().skip(1) {
+        let c: Vec<&str> = l.split(',').collect();
+        by.entry(c[0].into())
+            .or_default()
+            .push((hex(c[1]), hex(c[2])));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (input, out) = (dir.path().join("c.npy"), dir.path().join("v.npy"));
+    for (f, cases) in &by {
+        write(
+            &input,
+            vec![cases.len()],
+            Data::U64(cases.iter().map(|c| c.0).collect()),
+        );
+        let o = run(&[
+            "decode",
+            f,
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let Data::F64(v) = npy::read(&out).unwrap().data else {
+            panic!()
+        };
+        for (i, &(c, vb)) in cases.iter().enumerate() {
+            assert!(same(v[i], f64::from_bits(vb)), "{f} {c:#x}");
+        }
+    }
+}
+
+#[test]
+fn round_keeps_shape_and_dtype_and_picks_the_code_dtype() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("x.npy");
+    let x: Vec<f32> = (0..24).map(|i| i as f32 * 0.7 - 8.0).collect();
+    write(&input, vec![2, 3, 4], Data::F32(x.clone()));
+    let out = dir.path().join("y.npy");
+    let o = run(&[
+        "round",
+        "fp4-e2m1",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let a = npy::read(&out).unwrap();
+    assert_eq!(a.shape, [2, 3, 4]);
+    let Data::F32(y) = a.data else {
+        panic!("float32 out")
+    };
+    assert_eq!(y[0], -6.0); // -8 saturates
+    assert_eq!(y[12], 0.5); // 0.4 → 0.5
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("overflow 4") && stderr.contains("saturated 4"),
+        "{stderr}"
+    ); // -8, -7.3, 7.4, 8.1
+    for (fmt, dtype) in [
+        ("fp4-e2m1", "uint8"),
+        ("bf16", "uint16"),
+        ("tf32", "uint32"),
+        ("fp64", "uint64"),
+    ] {
+        let o = run(&[
+            "round",
+            fmt,
+            input.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--codes",
+        ]);
+        assert!(o.status.success());
+        assert_eq!(npy::read(&out).unwrap().data.dtype_name(), dtype, "{fmt}");
+    }
+    // float32 cannot hold fp64 values: float64 output
+    let o = run(&[
+        "round",
+        "fp64",
+        input.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert_eq!(npy::read(&out).unwrap().data.dtype_name(), "float64");
+}
+
+#[test]
+fn informational_commands_print_the_facts() {
+    let o = run(&["formats"]);
+    let s = String::from_utf8(o.stdout).unwrap();
+    for name in [
+        "fp8-e4m3",
+        "fp8-e5m2fnuz",
+        "fp6-e2m3",
+        "e8m0",
+        "ue4m3",
+        "tf32",
+    ] {
+        assert!(
+            s.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{s}"
+        );
+    }
+    let line = s.lines().find(|l| l.starts_with("fp8-e4m3 ")).unwrap();
+    assert!(line.contains(" 448 ") && line.contains("2^-9"), "{line}");
+    let o = run(&["info", "float8_e4m3fn"]);
+    let s = String::from_utf8(o.stdout).unwrap();
+    assert!(s.contains("0x7e") && s.contains("0 1111 110") && s.lines().count() > 256);
+    let o = run(&[
+        "encode",
+        "fp8-e4m3",
+        "0.3",
+        "-500",
+        "--rounding",
+        "rtz",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["rounded"], 0.28125);
+    assert_eq!(v[0]["code"], 0x29);
+    assert_eq!(v[0]["lower"], 0.28125);
+    assert_eq!(v[0]["upper"], 0.3125);
+    assert_eq!(v[1]["rounded"], -448.0); // IEEE 754 §7.4: rtz never overflows
+    let o = run(&["decode", "bf16", "0x3f80", "0xc000", "0b0111111110000000"]);
+    let s = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        s.contains(" 1\n") && s.contains(" -2\n") && s.contains(" inf\n"),
+        "{s}"
+    );
+    let o = run(&[
+        "verify",
+        "-f",
+        "fp8-e4m3",
+        "-r",
+        "rne",
+        "-r",
+        "sr",
+        "--count",
+        "2000000",
+        "--start",
+        "1060000000",
+    ]);
+    let s = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        o.status.success() && s.matches(", 0 mismatches").count() == 2,
+        "{s}"
+    );
+}
+
+/// Run a command that must fail: exit code 2, one line on stderr, no output file.
+fn fails(args: &[&str], out: &Path, needle: &str) {
+    let o = run(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.exists(), "{args:?} left {}", out.display());
+    let Ok(dir) = std::fs::read_dir(out.parent().unwrap()) else {
+        return;
+    };
+    let leftovers: Vec<_> = dir
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn bad_input_is_one_clear_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.npy");
+    write(&good, vec![3], Data::F32(vec![1.0, 2.0, 3.0]));
+    let g = good.to_str().unwrap();
+    let out = dir.path().join("out.npy");
+    let o = out.to_str().unwrap();
+    fails(
+        &["round", "fp7", g, "-o", o],
+        &out,
+        "known formats: fp64, fp32",
+    );
+    fails(
+        &["round", "fp8-e4m3", g, "-o", o, "--rounding", "nearest"],
+        &out,
+        "unknown rounding mode",
+    );
+    fails(
+        &["round", "fp8-e4m3", g, "-o", o, "--overflow", "clip"],
+        &out,
+        "unknown overflow",
+    );
+    fails(&["encode", "e4m3", "abc"], &out, "not a number");
+    fails(&["decode", "fp4-e2m1", "0x10"], &out, "does not fit");
+    let bytes = std::fs::read(&good).unwrap();
+    let edit = |pairs: &[(&str, &str)]| {
+        let mut b = bytes.clone();
+        for (from, to) in pairs {
+            let at = b
+                .windows(from.len())
+                .position(|w| w == from.as_bytes())
+                .unwrap();
+            b.splice(at..at + from.len(), to.bytes());
+        }
+        b
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "truncated.npy",
+            bytes[..bytes.len() - 3].to_vec(),
+            "needs 12 bytes",
+        ),
+        (
+            "garbage.npy",
+            b"not an npy file at all".to_vec(),
+            "bad magic",
+        ),
+        (
+            "fortran.npy",
+            edit(&[("'shape': (3,)", "'shape': (1, 3)"), ("False", "True ")]),
+            "Fortran",
+        ),
+        ("int.npy", edit(&[("<f4", "<i4")]), "unsupported .npy dtype"),
+        ("empty.npy", vec![], "bad magic"),
+    ];
+    for (name, content, needle) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, content).unwrap();
+        fails(
+            &["round", "fp8-e4m3", p.to_str().unwrap(), "-o", o],
+            &out,
+            needle,
+        );
+    }
+    fails(
+        &[
+            "round",
+            "fp8-e4m3",
+            dir.path().join("missing.npy").to_str().unwrap(),
+            "-o",
+            o,
+        ],
+        &out,
+        "cannot read",
+    );
+    fails(
+        &[
+            "round",
+            "fp8-e4m3",
+            g,
+            "-o",
+            dir.path().join("no/such/dir/y.npy").to_str().unwrap(),
+        ],
+        &dir.path().join("no/such/dir/y.npy"),
+        "cannot write",
+    );
+    // NaN into a format without NaN, as codes
+    let nan = dir.path().join("nan.npy");
+    write(&nan, vec![2], Data::F32(vec![1.0, f32::NAN]));
+    fails(
+        &[
+            "round",
+            "fp4-e2m1",
+            nan.to_str().unwrap(),
+            "-o",
+            o,
+            "--codes",
+        ],
+        &out,
+        "no NaN code",
+    );
+    // the output is the input: refused, input untouched
+    let before = std::fs::read(&good).unwrap();
+    let r = run(&["round", "fp8-e4m3", g, "-o", g]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&r.stderr).contains("is the input"));
+    assert_eq!(std::fs::read(&good).unwrap(), before);
+    let alias = dir.path().join(".").join("good.npy");
+    let r = run(&["round", "fp8-e4m3", g, "-o", alias.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(2));
+    assert_eq!(std::fs::read(&good).unwrap(), before);
+    // decode of a float array as codes
+    fails(
+        &["decode", "fp8-e4m3", g, "-o", o],
+        &out,
+        "unsigned integer",
+    );
+    // a usage error from clap also exits 2
+    let r = run(&["round"]);
+    assert_eq!(r.status.code(), Some(2));
+}
