@@ -57,7 +57,14 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         } else if lo == hi || (lo.to_bits() == hi.to_bits()) {
             "exact".to_string()
         } else {
-            format!("[{}, {}]", num(lo), num(hi))
+            let show = |v: f64| {
+                if v.is_finite() {
+                    num(v)
+                } else {
+                    "overflow".to_string()
+                }
+            };
+            format!("[{}, {}]", show(lo), show(hi))
         };
         let (code_s, bits_s) = match &code {
             Ok(c) => (
@@ -70,14 +77,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             "input": x, "rounded": v, "code": code.as_ref().ok(), "bits": bits_s,
             "lower": lo, "upper": hi, "rel_error": rel,
         }));
-        t.row(vec![
-            s.clone(),
-            num(v),
-            code_s,
-            bits_s,
-            between,
-            format!("{rel:.3e}"),
-        ]);
+        let rel_s = if v.is_finite() && x.is_finite() {
+            format!("{rel:.3e}")
+        } else {
+            "-".to_string()
+        };
+        t.row(vec![s.clone(), num(v), code_s, bits_s, between, rel_s]);
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json)?);

@@ -562,6 +562,12 @@ impl FloatFormat {
             (Specials::Fnuz, _, _) => "no Inf, no -0, the code 1 0…0 is the one NaN".into(),
             (Specials::None, _, _) => "no Inf, no NaN: every code is a number".into(),
         };
+        let max = self.max_finite();
+        let max = if (1e-4..1e7).contains(&max) {
+            format!("{max}")
+        } else {
+            format!("{max:e}")
+        };
         format!(
             "{}: E{}M{}, bias {}, {} bits; {}; max {}",
             self.name(),
@@ -570,7 +576,7 @@ impl FloatFormat {
             self.bias,
             self.bits(),
             sp,
-            self.max_finite()
+            max
         )
     }
 

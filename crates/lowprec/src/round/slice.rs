@@ -5,7 +5,7 @@
 
 use super::kernel::{f32_native, run, Plan};
 use super::types::{Code, Float, Word};
-use super::{RoundOptions, Status};
+use super::{RoundOptions, RoundingMode, Status};
 use crate::error::{Error, Result};
 use crate::format::FloatFormat;
 use rayon::prelude::*;
@@ -28,20 +28,78 @@ fn convert<I: Float, O: Float>(v: I) -> O {
     }
 }
 
-/// The kernel plan for input type `I`: native lanes, or binary32 widened to binary64.
+/// The kernel plan for input type `I`: native lanes; binary32 widened to binary64; or
+/// binary64 narrowed to binary32 with round-to-odd first.
 enum Route<I: Float> {
     Native(Box<Plan<I>>),
     Widen(Box<Plan<f64>>),
+    Narrow(Box<Plan<f32>>),
+}
+
+/// Whether binary64 inputs may be narrowed to binary32 by round-to-odd before rounding into
+/// `fmt` under `mode`: exact for every deterministic mode when binary32 carries two more
+/// bits than the format everywhere in its range (`RN_p(RO_{p+2}(x)) = RN_p(x)`, and directed
+/// and odd rounding need one), and the format's max plus one ulp is a binary32 number (so
+/// that round-to-odd keeps every overflow an overflow).
+fn narrow_ok(fmt: &FloatFormat, mode: RoundingMode, values: bool) -> bool {
+    let m = fmt.man_bits() as i32;
+    mode != RoundingMode::Stochastic
+        && f32_native(fmt, values)
+        && m <= 21
+        && fmt.emin() - m >= -147
+        && fmt.max_finite() + crate::format::pow2(fmt.emax() - m) <= f32::MAX as f64
 }
 
 impl<I: Float> Route<I> {
     fn new(fmt: &FloatFormat, opts: &RoundOptions, values: bool) -> Self {
-        if I::MANT == 52 || f32_native(fmt, values) {
+        if I::MANT == 52 && narrow_ok(fmt, opts.mode, values) {
+            Route::Narrow(Box::new(Plan::new(fmt, opts)))
+        } else if I::MANT == 52 || f32_native(fmt, values) {
             Route::Native(Box::new(Plan::new(fmt, opts)))
         } else {
             Route::Widen(Box::new(Plan::new(fmt, opts)))
         }
     }
+}
+
+/// Binary64 to binary32 with round-to-odd: the truncation, with its last bit set when inexact.
+struct NarrowOdd<'a, I> {
+    src: &'a [I],
+    dst: &'a mut [f32],
+}
+
+impl<I: Float> crate::simd::Kernel for NarrowOdd<'_, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        for (d, s) in self.dst.iter_mut().zip(self.src) {
+            let x = s.to_f64();
+            let t = x as f32; // nearest even; beyond binary32's max: ±Inf
+            let back = t as f64;
+            let away = back.abs() > x.abs(); // rounded away from zero: step back one ulp
+            let inexact = back != x && x == x;
+            let b = t.to_bits().wrapping_sub(away as u32) | inexact as u32;
+            *d = f32::from_bits(b);
+        }
+    }
+}
+
+/// `f` over `(src, dst)` through a binary32 stack block holding the input rounded to odd.
+#[inline(always)]
+fn narrowed<I: Float, D>(
+    src: &[I],
+    dst: &mut [D],
+    index0: u64,
+    f: impl Fn(&[f32], &mut [D], u64) -> Status,
+) -> Status {
+    let mut tmp = [0f32; BLOCK];
+    let mut st = Status::default();
+    for (k, (s, d)) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)).enumerate() {
+        let t = &mut tmp[..s.len()];
+        crate::simd::dispatch(NarrowOdd { src: s, dst: t });
+        st += f(t, d, index0 + (k * BLOCK) as u64);
+    }
+    st
 }
 
 /// Call `f` on each piece of `(src, dst)` that does not cross a multiple of 2^32 in index.
@@ -161,6 +219,11 @@ pub fn round_into<I: Float, O: Float>(
                 run(&p, s, d, at, |_, v| O::from_f64(v))
             })
         }),
+        Route::Narrow(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            narrowed(s, d, at, |s, d, at| {
+                run(&p, s, d, at, |_, v| convert::<f32, O>(v))
+            })
+        }),
     })
 }
 
@@ -196,6 +259,11 @@ pub fn round_in_place<I: Float>(
                 }),
                 Route::Widen(p) => split32(t, d, at, &|s: &[I], d: &mut [I], at| {
                     widened(s, d, at, |s, d, at| run(p, s, d, at, |_, v| I::from_f64(v)))
+                }),
+                Route::Narrow(p) => split32(t, d, at, &|s: &[I], d: &mut [I], at| {
+                    narrowed(s, d, at, |s, d, at| {
+                        run(p, s, d, at, |_, v| convert::<f32, I>(v))
+                    })
                 }),
             };
         }
@@ -273,6 +341,11 @@ pub fn encode_into<I: Float, C: Code>(
         }),
         Route::Widen(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
             widened(s, d, at, |s, d, at| run(&p, s, d, at, |c, _| code(c)))
+        }),
+        Route::Narrow(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            narrowed(s, d, at, |s, d, at| {
+                run(&p, s, d, at, |c, _| code(u64::from(c)))
+            })
         }),
     };
     if st.nan > 0 && !fmt.has_nan() {
