@@ -77,7 +77,7 @@ impl<I: Float> crate::simd::Kernel for NarrowOdd<'_, I> {
             let t = x as f32; // nearest even; beyond binary32's max: ±Inf
             let back = t as f64;
             let away = back.abs() > x.abs(); // rounded away from zero: step back one ulp
-            let inexact = back != x && x == x;
+            let inexact = back != x && !x.is_nan();
             let b = t.to_bits().wrapping_sub(away as u32) | inexact as u32;
             *d = f32::from_bits(b);
         }
