@@ -4,12 +4,26 @@
 //! mode, saturating and IEEE overflow, encode and decode, fast over slices.
 //!
 //! ```
-//! use lowprec::{FloatFormat, RoundOptions, RoundingMode};
-//! let e4m3: FloatFormat = "fp8-e4m3".parse().unwrap();
-//! assert_eq!(e4m3.encode(448.0, &RoundOptions::default()).unwrap(), 0x7e);
-//! let up = RoundOptions::new(RoundingMode::Up);
-//! assert_eq!(e4m3.round(1.01, &up), 1.125);
+//! use lowprec::{encode_into, round_into, FloatFormat, Overflow, RoundOptions, RoundingMode};
+//!
+//! let e4m3: FloatFormat = "float8_e4m3fn".parse()?;
+//! assert_eq!(e4m3.encode(448.0, &RoundOptions::default())?, 0x7e);
+//! assert_eq!(e4m3.round(1.01, &RoundOptions::new(RoundingMode::Up)), 1.125);
+//!
+//! let x = [0.1f32, 1.0, 300.0, 1e-4, 1000.0];
+//! let mut codes = [0u8; 5];
+//! let opts = RoundOptions::new(RoundingMode::NearestEven).overflow(Overflow::Saturate);
+//! let status = encode_into(&e4m3, &x, &mut codes, &opts)?;
+//! assert_eq!(codes, [0x1d, 0x38, 0x79, 0x00, 0x7e]);
+//! assert_eq!((status.flushed, status.saturated), (1, 1));
+//! let mut y = [0f32; 5];
+//! round_into(&e4m3, &x, &mut y, &RoundOptions::new(RoundingMode::Stochastic).seed(7))?;
+//! # Ok::<(), lowprec::Error>(())
 //! ```
+//!
+//! Every policy is an explicit argument ([`RoundOptions`]); every call reports what happened
+//! ([`Status`]). See the README for the exact semantics and where they differ from the seed
+//! `numfmt.py`.
 //!
 //! | module | what |
 //! |---|---|
