@@ -56,21 +56,6 @@ fn time(reps: usize, mut f: impl FnMut()) -> (f64, f64) {
     (t[0], t[t.len() / 2])
 }
 
-/// Normal(0, 1) samples (deterministic): what weights and activations look like.
-fn normal(n: usize) -> Vec<f32> {
-    let mut s = 0x1234_5678u64;
-    let mut u = || {
-        s = s.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        (((z ^ (z >> 31)) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    };
-    (0..n)
-        .map(|_| ((-2.0 * u().ln()).sqrt() * (2.0 * std::f64::consts::PI * u()).cos()) as f32)
-        .collect()
-}
-
 struct Bufs {
     x32: Vec<f32>,
     x64: Vec<f64>,
@@ -157,7 +142,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .collect::<Result<_>>()?
     };
     let n = a.n.max(1);
-    let x32 = normal(n);
+    let x32 = super::normal_samples(n, 0x1234_5678);
     let mut b = Bufs {
         x64: x32.iter().map(|&v| v as f64).collect(),
         x32,

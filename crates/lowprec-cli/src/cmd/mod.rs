@@ -89,3 +89,19 @@ pub fn status_line(st: &lowprec::Status, n: usize) -> String {
     }
     parts.join(", ")
 }
+
+/// `n` deterministic normal(0, 1) samples (SplitMix64 and Box–Muller): what weights and
+/// activations look like.
+pub fn normal_samples(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    let mut u = || {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (((z ^ (z >> 31)) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    (0..n)
+        .map(|_| ((-2.0 * u().ln()).sqrt() * (2.0 * std::f64::consts::PI * u()).cos()) as f32)
+        .collect()
+}

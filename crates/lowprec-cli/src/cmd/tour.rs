@@ -62,19 +62,9 @@ pub fn run() -> Result<ExitCode> {
     );
 
     println!("\n== What happened: counts for 1M normal(0, 1) samples into fp8-e4m3 ==");
-    let mut s = 7u64;
-    let mut next = || {
-        s = s.wrapping_add(0x9e3779b97f4a7c15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let g: Vec<f32> = (0..n)
-        .map(|_| {
-            let (u, v) = (next().max(1e-300), next());
-            ((-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()) as f32 * 100.0
-        })
+    let g: Vec<f32> = super::normal_samples(n, 7)
+        .iter()
+        .map(|v| v * 100.0)
         .collect();
     let (_, st) = encode_vec::<f32, u8>(
         &e4m3,

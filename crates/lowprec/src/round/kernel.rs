@@ -438,10 +438,15 @@ fn carry32<W: Word>(a: W, b: W) -> W {
     }
 }
 
-/// The random word of element `lo` (low half of its index) under the block's keys.
+/// The random word of element `j` of a call whose first index has low half `lo0` (zero
+/// unless the mode is stochastic).
 #[inline(always)]
-pub(crate) fn rand_word<W: Word>(lo: u32, keys: &[u32; 2]) -> W {
-    W::from_u64(hash32(lo, keys[0], keys[1]) as u64)
+fn rnd_at<W: Word, const MODE: u8>(keys: &[u32; 2], lo0: u32, j: usize) -> W {
+    if MODE == SR {
+        W::from_u64(hash32(lo0.wrapping_add(j as u32), keys[0], keys[1]) as u64)
+    } else {
+        W::ZERO
+    }
 }
 
 /// One chunk of work for [`crate::simd::dispatch`].
@@ -497,11 +502,7 @@ fn drive_lean<I: Float, T, const K: u8, const MODE: u8>(
     let both = <I::Bits as Word>::from_u64(0x1_0001);
     let (mut acc_i, mut acc_u, mut amax) = (zero, zero, zero);
     for (j, (d, s)) in dst.iter_mut().zip(src).enumerate() {
-        let rnd = if MODE == SR {
-            rand_word::<I::Bits>(lo0.wrapping_add(j as u32), &keys)
-        } else {
-            zero
-        };
+        let rnd = rnd_at::<I::Bits, MODE>(&keys, lo0, j);
         let x = s.to_bits();
         let (code, value, ie, uf, fl, ov, _) = lean::<I, K, MODE>(p, x, rnd);
         *d = out(code, value);
@@ -540,11 +541,7 @@ fn fix_nonfinite<I: Float, T, const K: u8, const MODE: u8>(
         if s.to_bits() & p.abs < p.inf {
             continue;
         }
-        let rnd = if MODE == SR {
-            rand_word::<I::Bits>((index0 as u32).wrapping_add(j as u32), &keys)
-        } else {
-            <I::Bits as Word>::ZERO
-        };
+        let rnd = rnd_at::<I::Bits, MODE>(&keys, index0 as u32, j);
         let (_, _, ie, _, fl, ov, _) = lean::<I, K, MODE>(p, s.to_bits(), rnd);
         st.inexact -= ie as u64;
         st.flushed -= fl as u64;
@@ -574,11 +571,7 @@ fn drive_full<I: Float, T, const K: u8, const MODE: u8>(
     let zero = <I::Bits as Word>::ZERO;
     let mut acc = [zero; 8];
     for (j, (d, s)) in dst.iter_mut().zip(src).enumerate() {
-        let rnd = if MODE == SR {
-            rand_word::<I::Bits>(lo0.wrapping_add(j as u32), &keys)
-        } else {
-            zero
-        };
+        let rnd = rnd_at::<I::Bits, MODE>(&keys, lo0, j);
         let e = elem::<I, K, MODE>(p, s.to_bits(), rnd);
         *d = out(e.code, e.value);
         acc[0] = acc[0] + e.inexact;

@@ -84,24 +84,6 @@ impl<I: Float> crate::simd::Kernel for NarrowOdd<'_, I> {
     }
 }
 
-/// `f` over `(src, dst)` through a binary32 stack block holding the input rounded to odd.
-#[inline(always)]
-fn narrowed<I: Float, D>(
-    src: &[I],
-    dst: &mut [D],
-    index0: u64,
-    f: impl Fn(&[f32], &mut [D], u64) -> Status,
-) -> Status {
-    let mut tmp = [0f32; BLOCK];
-    let mut st = Status::default();
-    for (k, (s, d)) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)).enumerate() {
-        let t = &mut tmp[..s.len()];
-        crate::simd::dispatch(NarrowOdd { src: s, dst: t });
-        st += f(t, d, index0 + (k * BLOCK) as u64);
-    }
-    st
-}
-
 /// Call `f` on each piece of `(src, dst)` that does not cross a multiple of 2^32 in index.
 #[inline(always)]
 fn split32<S, D>(
@@ -147,7 +129,26 @@ fn for_chunks<S: Sync, D: Send>(
     }
 }
 
-/// `f` over `(src, dst)` through a binary64 stack block holding the widened input.
+/// `f` over `(src, dst)` through a stack block holding the input converted by `conv`
+/// (binary32 widened to binary64, or binary64 narrowed to binary32 by round-to-odd).
+#[inline(always)]
+fn converted<I: Float, J: Float, D>(
+    src: &[I],
+    dst: &mut [D],
+    index0: u64,
+    conv: impl Fn(&[I], &mut [J]),
+    f: impl Fn(&[J], &mut [D], u64) -> Status,
+) -> Status {
+    let mut tmp = [J::default(); BLOCK];
+    let mut st = Status::default();
+    for (k, (s, d)) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)).enumerate() {
+        let t = &mut tmp[..s.len()];
+        conv(s, t);
+        st += f(t, d, index0 + (k * BLOCK) as u64);
+    }
+    st
+}
+
 #[inline(always)]
 fn widened<I: Float, D>(
     src: &[I],
@@ -155,14 +156,19 @@ fn widened<I: Float, D>(
     index0: u64,
     f: impl Fn(&[f64], &mut [D], u64) -> Status,
 ) -> Status {
-    let mut tmp = [0f64; BLOCK];
-    let mut st = Status::default();
-    for (k, (s, d)) in src.chunks(BLOCK).zip(dst.chunks_mut(BLOCK)).enumerate() {
-        let t = &mut tmp[..s.len()];
-        t.iter_mut().zip(s).for_each(|(t, s)| *t = s.to_f64());
-        st += f(t, d, index0 + (k * BLOCK) as u64);
-    }
-    st
+    let widen = |s: &[I], t: &mut [f64]| t.iter_mut().zip(s).for_each(|(t, s)| *t = s.to_f64());
+    converted(src, dst, index0, widen, f)
+}
+
+#[inline(always)]
+fn narrowed<I: Float, D>(
+    src: &[I],
+    dst: &mut [D],
+    index0: u64,
+    f: impl Fn(&[f32], &mut [D], u64) -> Status,
+) -> Status {
+    let narrow = |s: &[I], t: &mut [f32]| crate::simd::dispatch(NarrowOdd { src: s, dst: t });
+    converted(src, dst, index0, narrow, f)
 }
 
 fn check_len(input: usize, output: usize) -> Result<()> {
