@@ -36,6 +36,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod block;
 pub mod error;
 pub mod format;
 pub mod int;

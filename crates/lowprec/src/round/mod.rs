@@ -42,11 +42,12 @@
 mod kernel;
 mod random;
 mod slice;
-mod types;
+pub(crate) mod types;
 
 pub use random::random_bits;
 pub use slice::{
     decode_into, decode_vec, encode_into, encode_vec, round_in_place, round_into, round_vec,
+    Rounder,
 };
 pub use types::{Code, Float};
 

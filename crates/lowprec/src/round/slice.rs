@@ -451,3 +451,69 @@ pub fn decode_vec<C: Code, O: Float>(fmt: &FloatFormat, codes: &[C]) -> Result<V
     decode_into(fmt, codes, &mut out)?;
     Ok(out)
 }
+
+/// A format and rounding options prepared once for many short calls (block scaling rounds
+/// thousands of small blocks): the same kernels as [`round_into`] and [`encode_into`], run
+/// on the calling thread, without the per-call set-up.
+///
+/// ```
+/// use lowprec::{FloatFormat, Overflow, RoundOptions, Rounder};
+/// let r = Rounder::<f32>::new(&FloatFormat::FP4_E2M1, &RoundOptions::default().overflow(Overflow::Saturate));
+/// let mut codes = [0u8; 3];
+/// let st = r.encode(&[1.2, -7.0, 0.2], &mut codes, 0);
+/// assert_eq!(codes, [0x2, 0xf, 0x0]);
+/// assert_eq!((st.saturated, st.flushed), (1, 1));
+/// ```
+pub struct Rounder<I: Float> {
+    codes: Route<I>,
+    values: Option<Route<I>>,
+}
+
+impl<I: Float> Rounder<I> {
+    /// Prepare `fmt` under `opts`.
+    pub fn new(fmt: &FloatFormat, opts: &RoundOptions) -> Self {
+        let values = (I::MANT == 52 || fmt.fits_f32()).then(|| Route::new(fmt, opts, true));
+        Rounder {
+            codes: Route::new(fmt, opts, false),
+            values,
+        }
+    }
+
+    /// Encode `src` into `dst` (same length; codes must fit `C`, NaNs into a format without
+    /// NaN give code 0 and count in [`Status::nan`]); `index0` is the stochastic-rounding
+    /// index of `src[0]`.
+    pub fn encode<C: Code>(&self, src: &[I], dst: &mut [C], index0: u64) -> Status {
+        let code = |w: u64| C::from_u64(w);
+        match &self.codes {
+            Route::Native(p) => split32(src, dst, index0, &|s: &[I], d: &mut [C], at| {
+                run(p, s, d, at, |c, _| code(c.to_u64()))
+            }),
+            Route::Widen(p) => split32(src, dst, index0, &|s: &[I], d: &mut [C], at| {
+                widened(s, d, at, |s, d, at| run(p, s, d, at, |c, _| code(c)))
+            }),
+            Route::Narrow(p) => split32(src, dst, index0, &|s: &[I], d: &mut [C], at| {
+                narrowed(s, d, at, |s, d, at| {
+                    run(p, s, d, at, |c, _| code(u64::from(c)))
+                })
+            }),
+        }
+    }
+
+    /// Round `src` into `dst` as values of the input's type; `None` when the format's values
+    /// do not fit that type (binary32 input, a format wider than binary32).
+    pub fn round(&self, src: &[I], dst: &mut [I], index0: u64) -> Option<Status> {
+        Some(match self.values.as_ref()? {
+            Route::Native(p) => split32(src, dst, index0, &|s: &[I], d: &mut [I], at| {
+                run(p, s, d, at, |_, v| v)
+            }),
+            Route::Widen(p) => split32(src, dst, index0, &|s: &[I], d: &mut [I], at| {
+                widened(s, d, at, |s, d, at| run(p, s, d, at, |_, v| I::from_f64(v)))
+            }),
+            Route::Narrow(p) => split32(src, dst, index0, &|s: &[I], d: &mut [I], at| {
+                narrowed(s, d, at, |s, d, at| {
+                    run(p, s, d, at, |_, v| convert::<f32, I>(v))
+                })
+            }),
+        })
+    }
+}

@@ -1,0 +1,95 @@
+//! Block scaling: OCP MX ([`mx`]), NVFP4 ([`nvfp4`]), per-tensor scaling ([`tensor`]), and the
+//! packed bit layouts of their codes ([`pack`]).
+//!
+//! Arrays of any shape are flattened in C order; blocks run along the last axis, whose
+//! length is the `row_len` argument of every function here. A block never spans two rows.
+
+pub mod mx;
+pub mod nvfp4;
+
+use std::ops::{Add, AddAssign};
+
+/// Inputs at least this long are converted in parallel.
+pub(crate) const PARALLEL_MIN: usize = 1 << 16;
+
+/// What happened in a block-scaling call (counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct BlockStatus {
+    /// Elements in.
+    pub elements: u64,
+    /// Blocks (scales) out.
+    pub blocks: u64,
+    /// Elements whose scaled value exceeded the element format's largest finite value and
+    /// were clamped to it.
+    pub saturated: u64,
+    /// Nonzero elements that became ±0.
+    pub flushed: u64,
+    /// Blocks holding a NaN or an infinity: their scale is NaN and every element NaN.
+    pub nan_blocks: u64,
+    /// Blocks whose scale exponent had to be clamped to the scale format's range.
+    pub scale_clamped: u64,
+}
+
+impl Add for BlockStatus {
+    type Output = BlockStatus;
+    fn add(self, o: BlockStatus) -> BlockStatus {
+        BlockStatus {
+            elements: self.elements + o.elements,
+            blocks: self.blocks + o.blocks,
+            saturated: self.saturated + o.saturated,
+            flushed: self.flushed + o.flushed,
+            nan_blocks: self.nan_blocks + o.nan_blocks,
+            scale_clamped: self.scale_clamped + o.scale_clamped,
+        }
+    }
+}
+
+impl AddAssign for BlockStatus {
+    fn add_assign(&mut self, o: BlockStatus) {
+        *self = *self + o;
+    }
+}
+
+/// `⌊log2 a⌋` of a positive finite binary64, exact (read from the exponent bits; binary64
+/// subnormals included), never from a floating-point `log2`.
+///
+/// ```
+/// use lowprec::block::floor_log2;
+/// assert_eq!(floor_log2(1.0), 0);
+/// assert_eq!(floor_log2(f64::from_bits(0x413f_ffff_ffff_ffff)), 19); // just below 2^20
+/// assert_eq!(floor_log2(f32::from_bits(1) as f64), -149);
+/// ```
+pub fn floor_log2(a: f64) -> i32 {
+    let b = a.to_bits() & !(1u64 << 63);
+    let field = (b >> 52) as i32;
+    if field == 0 {
+        -1074 + 63 - (b.leading_zeros() as i32)
+    } else {
+        field - 1023
+    }
+}
+
+/// Whether a positive finite binary64 is a power of two.
+pub(crate) fn is_pow2(a: f64) -> bool {
+    let b = a.to_bits() & !(1u64 << 63);
+    if b >> 52 == 0 {
+        b.is_power_of_two()
+    } else {
+        b & ((1u64 << 52) - 1) == 0
+    }
+}
+
+/// Check that `len` elements form whole rows of `row_len` and return the row count.
+pub(crate) fn rows_of(len: usize, row_len: usize) -> crate::Result<usize> {
+    if row_len == 0 {
+        return Err(crate::Error::InvalidArgument(
+            "the last axis has length 0; there is nothing to scale".into(),
+        ));
+    }
+    if len % row_len != 0 {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{len} elements are not whole rows of {row_len}"
+        )));
+    }
+    Ok(len / row_len)
+}

@@ -1,0 +1,531 @@
+//! OCP Microscaling (MX v1.0 §6.3): blocks of `k` elements (32 by default) sharing one E8M0
+//! power-of-two scale.
+//!
+//! For a block `V` with `amax = max |V_i|`:
+//!
+//! ```text
+//! s   = shared exponent (the rule below), clamped to E8M0's [−127, 127]
+//! X   = 2^s                       scale code = s + 127 (E8M0)
+//! P_i = round_RNE(V_i / X)        into the element type, saturating at ±max_elem
+//! out = P_i · X                   (exact)
+//! ```
+//!
+//! | rule | `s` | origin |
+//! |---|---|---|
+//! | `floor` (default) | `⌊log2 amax⌋ − emax_elem` | OCP MX v1.0 §6.3; torchao `FLOOR` |
+//! | `ceil` | `⌈log2 amax⌉ − emax_elem` | torchao `CEIL` |
+//! | `even` | `⌊log2 RNA_m(amax)⌋ − emax_elem`: amax rounded half-up to the element's `m` mantissa bits first, so a block whose maximum would round up to the next power of two gets the larger scale | torchao `EVEN` |
+//! | `rceil` | `⌈log2 (amax ⊗ (1 ⊘ max_elem))⌉` in binary32 (`⊗`, `⊘` rounded to binary32), the E8M0 round-up of the descale, so no element saturates | NVIDIA cuBLAS / `cvt.rp.ue8m0x2.f32`; torchao `RCEIL` |
+//!
+//! `⌊log2⌋` is read from the exponent bits ([`crate::block::floor_log2`]), never from a
+//! floating-point `log2` (which rounds up just below a power of two). An all-zero block has
+//! `s = −127` (code 0) under every rule. A block holding a NaN or ±Inf gets the NaN scale
+//! `0xFF` and NaN elements, and is counted in [`BlockStatus::nan_blocks`].
+//!
+//! `emax_elem`: fp8-e4m3 8, fp8-e5m2 15, fp6-e3m2 4, fp6-e2m3 2, fp4-e2m1 2, int8 0.
+//! MXINT8 (§5.3.4) elements are two's complement `k/64`, `k ∈ [−128, 127]`:
+//! `P = clamp(RNE(64·V/X), −128, 127)/64`; its code is `k` as a byte and −0 gives +0.
+
+use super::{floor_log2, is_pow2, rows_of, BlockStatus};
+use crate::error::{Error, Result};
+use crate::format::pow2;
+use crate::round::types::Word;
+use crate::round::{Float, Overflow, RoundOptions, Rounder};
+use crate::FloatFormat;
+use rayon::prelude::*;
+use std::fmt;
+
+/// The element type of an MX block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MxElement {
+    /// A float format (OCP defines fp8-e4m3, fp8-e5m2, fp6-e3m2, fp6-e2m3, fp4-e2m1; any
+    /// signed format of at most 8 bits with zero works).
+    Float(FloatFormat),
+    /// MXINT8: two's complement `k/64`.
+    Int8,
+}
+
+impl MxElement {
+    /// Parse `int8` / `mxint8` or a float format name of at most 8 bits.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for formats wider than 8 bits, unsigned or without zero.
+    pub fn parse(s: &str) -> Result<Self> {
+        let k = s.trim().to_ascii_lowercase();
+        if k == "int8" || k == "mxint8" {
+            return Ok(MxElement::Int8);
+        }
+        let f = FloatFormat::parse(s)?;
+        if f.bits() > 8 || !f.is_signed() || !f.has_zero() {
+            return Err(Error::InvalidArgument(format!(
+                "{f} cannot be an MX element type: use a signed format of at most 8 bits \
+                 (fp8-e4m3, fp8-e5m2, fp6-e3m2, fp6-e2m3, fp4-e2m1) or int8"
+            )));
+        }
+        Ok(MxElement::Float(f))
+    }
+
+    /// The exponent of the largest power of two the element type holds.
+    pub fn emax(&self) -> i32 {
+        match self {
+            MxElement::Float(f) => f.emax(),
+            MxElement::Int8 => 0,
+        }
+    }
+
+    /// The largest finite element value.
+    pub fn max(&self) -> f64 {
+        match self {
+            MxElement::Float(f) => f.max_finite(),
+            MxElement::Int8 => 127.0 / 64.0,
+        }
+    }
+
+    /// Mantissa bits (6 for MXINT8, whose values are 1.xxxxxx · 2^0 at most).
+    pub fn man_bits(&self) -> u32 {
+        match self {
+            MxElement::Float(f) => f.man_bits(),
+            MxElement::Int8 => 6,
+        }
+    }
+
+    /// Bits per element code.
+    pub fn bits(&self) -> u32 {
+        match self {
+            MxElement::Float(f) => f.bits(),
+            MxElement::Int8 => 8,
+        }
+    }
+
+    /// The value of an element code.
+    pub fn decode(&self, code: u8) -> f64 {
+        match self {
+            MxElement::Float(f) => f.decode(code as u64),
+            MxElement::Int8 => (code as i8) as f64 / 64.0,
+        }
+    }
+}
+
+impl fmt::Display for MxElement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MxElement::Float(x) => write!(f, "{x}"),
+            MxElement::Int8 => f.write_str("int8"),
+        }
+    }
+}
+
+/// How the shared exponent is chosen (see the module table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ScaleRule {
+    /// `⌊log2 amax⌋ − emax_elem` (OCP).
+    #[default]
+    Floor,
+    /// `⌈log2 amax⌉ − emax_elem`.
+    Ceil,
+    /// `⌊log2 RNA_m(amax)⌋ − emax_elem`.
+    Even,
+    /// `⌈log2(amax / max_elem)⌉` in binary32 (NVIDIA).
+    Rceil,
+}
+
+impl ScaleRule {
+    /// Parse `floor`, `ceil`, `even` or `rceil`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] naming the accepted rules.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "floor" => Ok(ScaleRule::Floor),
+            "ceil" => Ok(ScaleRule::Ceil),
+            "even" => Ok(ScaleRule::Even),
+            "rceil" => Ok(ScaleRule::Rceil),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown scale rule `{s}`; use floor (OCP), ceil, even or rceil (NVIDIA)"
+            ))),
+        }
+    }
+
+    /// The rule's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScaleRule::Floor => "floor",
+            ScaleRule::Ceil => "ceil",
+            ScaleRule::Even => "even",
+            ScaleRule::Rceil => "rceil",
+        }
+    }
+}
+
+/// Every choice of an MX conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MxOptions {
+    /// The element type.
+    pub element: MxElement,
+    /// Elements per block (32 in the OCP spec).
+    pub block: usize,
+    /// The shared-exponent rule.
+    pub scale: ScaleRule,
+    /// When the last axis is not a multiple of `block`: `false` refuses, `true` treats the
+    /// last block of each row as zero-padded (its missing elements do not change its
+    /// maximum; nothing is written for them).
+    pub pad: bool,
+}
+
+impl MxOptions {
+    /// Blocks of 32, the `floor` rule, no padding.
+    pub fn new(element: MxElement) -> Self {
+        MxOptions {
+            element,
+            block: 32,
+            scale: ScaleRule::Floor,
+            pad: false,
+        }
+    }
+
+    /// Scales per row of `row_len` elements.
+    pub fn blocks_per_row(&self, row_len: usize) -> usize {
+        row_len.div_ceil(self.block.max(1))
+    }
+
+    fn check(&self, len: usize, row_len: usize) -> Result<usize> {
+        if self.block == 0 {
+            return Err(Error::InvalidArgument(
+                "the block size must be at least 1".into(),
+            ));
+        }
+        let rows = rows_of(len, row_len)?;
+        if row_len % self.block != 0 && !self.pad {
+            return Err(Error::InvalidArgument(format!(
+                "the last axis ({row_len}) is not a multiple of the block size {}; \
+                 choose a block size that divides it, or ask for zero padding (:pad)",
+                self.block
+            )));
+        }
+        Ok(rows)
+    }
+}
+
+/// The shared exponent of a block with maximum magnitude `amax` (finite, ≥ 0), clamped to
+/// [−127, 127], and whether it was clamped.
+///
+/// ```
+/// use lowprec::block::mx::{shared_exponent, MxElement, ScaleRule};
+/// let fp4 = MxElement::parse("fp4-e2m1").unwrap();
+/// assert_eq!(shared_exponent(6.0, &fp4, ScaleRule::Floor), (0, false));   // 2^2 / 2^2
+/// assert_eq!(shared_exponent(7.9, &fp4, ScaleRule::Floor), (0, false));   // 7.9 saturates to 6
+/// assert_eq!(shared_exponent(7.9, &fp4, ScaleRule::Rceil), (1, false));   // 7.9/2 = 3.95 fits
+/// assert_eq!(shared_exponent(0.0, &fp4, ScaleRule::Ceil), (-127, false));
+/// ```
+pub fn shared_exponent(amax: f64, elem: &MxElement, rule: ScaleRule) -> (i32, bool) {
+    if amax == 0.0 {
+        return (-127, false);
+    }
+    let emax = elem.emax();
+    let s = match rule {
+        ScaleRule::Floor => floor_log2(amax) - emax,
+        ScaleRule::Ceil => floor_log2(amax) + (!is_pow2(amax)) as i32 - emax,
+        ScaleRule::Even => {
+            // round half up to m mantissa bits: carries when the significand is at least
+            // 2 − 2^−(m+1)
+            let e = floor_log2(amax);
+            let sig = amax * pow2(-e);
+            let m = elem.man_bits() as i32;
+            e + (sig >= 2.0 - pow2(-(m + 1))) as i32 - emax
+        }
+        ScaleRule::Rceil => {
+            let d = (amax as f32) * (1.0f32 / elem.max() as f32);
+            if !d.is_finite() {
+                return (127, true);
+            }
+            let b = d.to_bits();
+            let field = (b >> 23) as i32;
+            let man = b & 0x7f_ffff;
+            let up = if field == 0 {
+                man > 0x40_0000
+            } else {
+                man != 0
+            };
+            field + up as i32 - 127
+        }
+    };
+    (s.clamp(-127, 127), !(-127..=127).contains(&s))
+}
+
+/// The MX conversion of `x` (`row_len` = the last axis): element values into `values`, element
+/// codes into `codes` (right-aligned, one byte each; MXINT8: `k` as a byte), and E8M0 scale
+/// codes into `scales` (`rows × blocks_per_row`).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when the lengths do not fit `row_len`, the block size does not
+/// divide the last axis (without `pad`), or an output has the wrong length.
+///
+/// ```
+/// use lowprec::block::mx::{mx_quantize_into, MxElement, MxOptions};
+/// let x: Vec<f32> = (0..32).map(|i| i as f32 * 0.25 - 3.0).collect();
+/// let opts = MxOptions::new(MxElement::parse("fp4-e2m1").unwrap());
+/// let (mut v, mut c, mut s) = (vec![0f32; 32], vec![0u8; 32], vec![0u8; 1]);
+/// let st = mx_quantize_into(&x, 32, &opts, &mut v, &mut c, &mut s).unwrap();
+/// assert_eq!(s[0], 127 + 2 - 2); // amax 4.75: 2^2 / 2^emax(2) = 2^0
+/// assert_eq!((v[0], v[31]), (-3.0, 4.0)); // 4.75 rounds to 4
+/// assert_eq!(st.blocks, 1);
+/// ```
+pub fn mx_quantize_into<I: Float, O: Float>(
+    x: &[I],
+    row_len: usize,
+    opts: &MxOptions,
+    values: &mut [O],
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<BlockStatus> {
+    let rows = opts.check(x.len(), row_len)?;
+    let nb = opts.blocks_per_row(row_len);
+    if values.len() != x.len() || codes.len() != x.len() || scales.len() != rows * nb {
+        return Err(Error::InvalidArgument(format!(
+            "MX outputs: values and codes need {} elements, scales {} (got {}, {}, {})",
+            x.len(),
+            rows * nb,
+            values.len(),
+            codes.len(),
+            scales.len()
+        )));
+    }
+    let ctx = Ctx::<I, O>::new(opts);
+    // Work items: whole rows when padding, else runs of whole blocks (rows may merge).
+    let (unit, unit_blocks) = if row_len % opts.block == 0 {
+        let blocks = (CHUNK / opts.block).max(1);
+        (blocks * opts.block, blocks)
+    } else {
+        let k = (CHUNK / row_len).max(1);
+        (k * row_len, k * nb)
+    };
+    let seg = if row_len % opts.block == 0 {
+        opts.block
+    } else {
+        row_len
+    };
+    let work = |((xs, vs), (cs, ss)): ((&[I], &mut [O]), (&mut [u8], &mut [u8]))| {
+        ctx.rows(xs, seg, vs, cs, ss)
+    };
+    let items = x
+        .chunks(unit)
+        .zip(values.chunks_mut(unit))
+        .zip(codes.chunks_mut(unit).zip(scales.chunks_mut(unit_blocks)));
+    let st = if x.len() >= super::PARALLEL_MIN && rayon::current_num_threads() > 1 {
+        x.par_chunks(unit)
+            .zip(values.par_chunks_mut(unit))
+            .zip(
+                codes
+                    .par_chunks_mut(unit)
+                    .zip(scales.par_chunks_mut(unit_blocks)),
+            )
+            .map(work)
+            .reduce(BlockStatus::default, |a, b| a + b)
+    } else {
+        items.map(work).fold(BlockStatus::default(), |a, b| a + b)
+    };
+    Ok(st)
+}
+
+/// Elements per work item.
+const CHUNK: usize = 4096;
+
+/// The per-call constants of an MX conversion.
+struct Ctx<I: Float, O: Float> {
+    opts: MxOptions,
+    rounder: Option<Rounder<I>>,
+    table: [O; 256],
+    nan_code: u8,
+    mag_mask: u8,
+}
+
+impl<I: Float, O: Float> Ctx<I, O> {
+    fn new(opts: &MxOptions) -> Self {
+        let sat = RoundOptions::default().overflow(Overflow::Saturate);
+        let (rounder, nan_code) = match opts.element {
+            MxElement::Float(f) => (
+                Some(Rounder::new(&f, &sat)),
+                f.nan_code(false).unwrap_or(0) as u8,
+            ),
+            MxElement::Int8 => (None, 0),
+        };
+        let mut table = [O::default(); 256];
+        for (c, t) in table.iter_mut().enumerate() {
+            *t = O::from_f64(opts.element.decode(c as u8));
+        }
+        let mag_mask = match opts.element {
+            MxElement::Float(f) => f.max_code() as u8 & !(f.sign_mask() as u8),
+            MxElement::Int8 => 0xff,
+        };
+        Ctx {
+            opts: *opts,
+            rounder,
+            table,
+            nan_code,
+            mag_mask,
+        }
+    }
+
+    /// Convert whole rows of `seg` elements (blocks along each row, the last one partial).
+    fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+        let b = self.opts.block;
+        let mut st = BlockStatus::default();
+        let mut scaled = [I::default(); CHUNK];
+        let mut k = 0; // scale index
+        for (r, row) in x.chunks(seg).enumerate() {
+            let at = r * seg;
+            for (j, blk) in row.chunks(b).enumerate() {
+                let i0 = at + j * b;
+                let n = blk.len();
+                let (vb, cb) = (&mut v[i0..i0 + n], &mut c[i0..i0 + n]);
+                st += self.block(blk, &mut scaled[..n], vb, cb, &mut s[k]);
+                k += 1;
+            }
+        }
+        st
+    }
+
+    /// One block.
+    #[inline]
+    fn block(
+        &self,
+        x: &[I],
+        scaled: &mut [I],
+        v: &mut [O],
+        c: &mut [u8],
+        s: &mut u8,
+    ) -> BlockStatus {
+        let mut st = BlockStatus {
+            elements: x.len() as u64,
+            blocks: 1,
+            ..BlockStatus::default()
+        };
+        let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
+        let amax_bits = x
+            .iter()
+            .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
+        let amax = I::from_bits(amax_bits).to_f64();
+        if !amax.is_finite() {
+            *s = 0xff;
+            st.nan_blocks = 1;
+            v.iter_mut().for_each(|v| *v = O::from_f64(f64::NAN));
+            c.iter_mut().for_each(|c| *c = self.nan_code);
+            return st;
+        }
+        let (e, clamped) = shared_exponent(amax, &self.opts.element, self.opts.scale);
+        st.scale_clamped = clamped as u64;
+        *s = (e + 127) as u8;
+        let x_scale = O::from_f64(pow2(e));
+        match &self.rounder {
+            Some(r) => {
+                let inv = I::from_f64(pow2(-e));
+                scaled.iter_mut().zip(x).for_each(|(y, &v)| *y = v.mul(inv));
+                let rs = r.encode(scaled, c, 0);
+                st.saturated = rs.saturated;
+                st.flushed = x
+                    .iter()
+                    .zip(c.iter())
+                    .filter(|(x, &c)| c & self.mag_mask == 0 && x.to_f64() != 0.0)
+                    .count() as u64;
+                v.iter_mut()
+                    .zip(c.iter())
+                    .for_each(|(v, &c)| *v = self.table[c as usize].mul(x_scale));
+            }
+            None => {
+                let up = pow2(6 - e);
+                for ((v, c), &xi) in v.iter_mut().zip(c.iter_mut()).zip(x) {
+                    let q = (xi.to_f64() * up).round_ties_even();
+                    let k = q.clamp(-128.0, 127.0);
+                    st.saturated += (k != q) as u64;
+                    st.flushed += (k == 0.0 && xi.to_f64() != 0.0) as u64;
+                    *c = k as i8 as u8;
+                    *v = self.table[*c as usize].mul(x_scale);
+                }
+            }
+        }
+        st
+    }
+}
+
+/// The result of [`mx_quantize`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MxQuantized<O> {
+    /// Element values times their block's scale, in the input's shape.
+    pub values: Vec<O>,
+    /// Element codes (one byte each, right-aligned), in the input's shape.
+    pub codes: Vec<u8>,
+    /// E8M0 scale codes, `rows × blocks_per_row`.
+    pub scales: Vec<u8>,
+    /// What happened.
+    pub status: BlockStatus,
+}
+
+/// [`mx_quantize_into`] into new vectors.
+///
+/// # Errors
+///
+/// As [`mx_quantize_into`].
+pub fn mx_quantize<I: Float>(x: &[I], row_len: usize, opts: &MxOptions) -> Result<MxQuantized<I>> {
+    let rows = opts.check(x.len(), row_len)?;
+    let mut q = MxQuantized {
+        values: vec![I::default(); x.len()],
+        codes: vec![0; x.len()],
+        scales: vec![0; rows * opts.blocks_per_row(row_len)],
+        status: BlockStatus::default(),
+    };
+    q.status = mx_quantize_into(x, row_len, opts, &mut q.values, &mut q.codes, &mut q.scales)?;
+    Ok(q)
+}
+
+/// Values from element codes and E8M0 scale codes: `decode(code) · 2^(scale − 127)`, NaN in
+/// blocks whose scale is `0xFF`.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for inconsistent lengths.
+pub fn mx_dequantize_into<O: Float>(
+    codes: &[u8],
+    scales: &[u8],
+    row_len: usize,
+    opts: &MxOptions,
+    out: &mut [O],
+) -> Result<()> {
+    let rows = opts.check(codes.len(), row_len)?;
+    let nb = opts.blocks_per_row(row_len);
+    if scales.len() != rows * nb || out.len() != codes.len() {
+        return Err(Error::InvalidArgument(format!(
+            "MX dequantize: {} codes need {} scales and {} outputs (got {}, {})",
+            codes.len(),
+            rows * nb,
+            codes.len(),
+            scales.len(),
+            out.len()
+        )));
+    }
+    let table: Vec<f64> = (0..=255u8).map(|c| opts.element.decode(c)).collect();
+    for (r, (crow, orow)) in codes
+        .chunks(row_len)
+        .zip(out.chunks_mut(row_len))
+        .enumerate()
+    {
+        for (j, (cb, ob)) in crow
+            .chunks(opts.block)
+            .zip(orow.chunks_mut(opts.block))
+            .enumerate()
+        {
+            let s = scales[r * nb + j];
+            let x = if s == 0xff {
+                f64::NAN
+            } else {
+                pow2(s as i32 - 127)
+            };
+            ob.iter_mut()
+                .zip(cb)
+                .for_each(|(o, &c)| *o = O::from_f64(table[c as usize] * x));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! Block scaling against the golden vectors: every row of `mx.csv` (OCP MX, six element
+//! types) and `nvfp4.csv` (the seed's NVFP4), binary32 and binary64 inputs: values, element
+//! codes and scale codes.
+
+mod common;
+
+use common::{csv, hex, same};
+use lowprec::block::mx::{mx_dequantize_into, mx_quantize, MxElement, MxOptions};
+use std::collections::BTreeMap;
+
+#[test]
+fn mx_csv_every_row() {
+    let mut cases: BTreeMap<String, (String, Vec<Vec<String>>)> = BTreeMap::new();
+    for r in csv(
+        "mx.csv",
+        "case_id,elem,index,input_bits,output_bits,scale_exponent,elem_code",
+    ) {
+        cases
+            .entry(r[0].clone())
+            .or_insert_with(|| (r[1].clone(), Vec::new()))
+            .1
+            .push(r);
+    }
+    let mut rows = 0;
+    for (id, (elem, rs)) in &cases {
+        let opts = MxOptions::new(MxElement::parse(elem).unwrap());
+        let x64: Vec<f64> = rs.iter().map(|r| f64::from_bits(hex(&r[3]))).collect();
+        let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+        assert!(x32.iter().zip(&x64).all(|(a, b)| *a as f64 == *b));
+        let q64 = mx_quantize(&x64, x64.len(), &opts).unwrap();
+        let q32 = mx_quantize(&x32, x32.len(), &opts).unwrap();
+        let scale: i32 = rs[0][5].parse().unwrap();
+        assert_eq!(q64.scales, [(scale + 127) as u8], "{id}: scale");
+        assert_eq!(q32.scales, q64.scales, "{id}: f32 scale");
+        let mut back = vec![0f64; x64.len()];
+        mx_dequantize_into(&q64.codes, &q64.scales, x64.len(), &opts, &mut back).unwrap();
+        for (i, r) in rs.iter().enumerate() {
+            let want = f64::from_bits(hex(&r[4]));
+            let code = hex(&r[6]) as u8;
+            assert!(
+                same(q64.values[i], want),
+                "{id}[{i}]: value {} want {want}",
+                q64.values[i]
+            );
+            assert!(
+                same(q32.values[i] as f64, want),
+                "{id}[{i}]: f32 value {}",
+                q32.values[i]
+            );
+            assert_eq!(q64.codes[i], code, "{id}[{i}]: code");
+            assert_eq!(q32.codes[i], code, "{id}[{i}]: f32 code");
+            assert!(same(back[i], want), "{id}[{i}]: dequantized");
+            rows += 1;
+        }
+    }
+    assert_eq!(rows, 4992);
+}
+
+#[test]
+fn nvfp4_csv_every_row() {
+    use lowprec::block::nvfp4::{nvfp4_dequantize_into, nvfp4_quantize, Nvfp4Options};
+    let mut cases: BTreeMap<String, Vec<Vec<String>>> = BTreeMap::new();
+    for r in csv(
+        "nvfp4.csv",
+        "case_id,index,input_bits,output_bits,elem_code,block_scale_code,tensor_scale_bits",
+    ) {
+        cases.entry(r[0].clone()).or_default().push(r);
+    }
+    let opts = Nvfp4Options::default();
+    let mut rows = 0;
+    for (id, rs) in &cases {
+        let x64: Vec<f64> = rs.iter().map(|r| f64::from_bits(hex(&r[2]))).collect();
+        let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+        let n = x64.len();
+        let q64 = nvfp4_quantize(&x64, n, &opts).unwrap();
+        let q32 = nvfp4_quantize(&x32, n, &opts).unwrap();
+        let g = f64::from_bits(hex(&rs[0][6]));
+        assert!(
+            same(q64.tensor_scale as f64, g),
+            "{id}: g {} want {g}",
+            q64.tensor_scale
+        );
+        assert_eq!(q32.tensor_scale, q64.tensor_scale, "{id}: f32 g");
+        let mut back = vec![0f64; n];
+        nvfp4_dequantize_into(&q64.codes, &q64.scales, q64.tensor_scale, n, &mut back).unwrap();
+        for (i, r) in rs.iter().enumerate() {
+            let want = f64::from_bits(hex(&r[3]));
+            assert!(
+                same(q64.values[i], want),
+                "{id}[{i}]: value {:e} want {want:e}",
+                q64.values[i]
+            );
+            assert!(
+                same(q32.values[i] as f64, (want as f32) as f64),
+                "{id}[{i}]: f32 value"
+            );
+            assert!(same(back[i], want), "{id}[{i}]: dequantized {:e}", back[i]);
+            assert_eq!(q64.codes[i] as u64, hex(&r[4]), "{id}[{i}]: elem code");
+            assert_eq!(q32.codes[i], q64.codes[i], "{id}[{i}]: f32 elem code");
+            assert_eq!(
+                q64.scales[i / 16] as u64,
+                hex(&r[5]),
+                "{id}[{i}]: block scale code"
+            );
+            rows += 1;
+        }
+    }
+    assert_eq!(rows, 1072);
+}
