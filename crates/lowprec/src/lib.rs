@@ -41,6 +41,7 @@ pub mod error;
 pub mod format;
 pub mod int;
 pub mod io;
+pub mod quant;
 pub mod reference;
 pub mod round;
 #[allow(unsafe_code)]
@@ -50,5 +51,5 @@ pub use error::{Error, Result};
 pub use format::{FloatFormat, Specials};
 pub use round::{
     decode_into, decode_vec, encode_into, encode_vec, round_in_place, round_into, round_vec, Code,
-    Float, Overflow, RoundOptions, RoundingMode, Status,
+    Float, Overflow, RoundOptions, Rounder, RoundingMode, Status,
 };

@@ -6,6 +6,8 @@
 
 pub mod mx;
 pub mod nvfp4;
+pub mod pack;
+pub mod tensor;
 
 use std::ops::{Add, AddAssign};
 
@@ -56,7 +58,7 @@ impl AddAssign for BlockStatus {
 /// ```
 /// use lowprec::block::floor_log2;
 /// assert_eq!(floor_log2(1.0), 0);
-/// assert_eq!(floor_log2(f64::from_bits(0x413f_ffff_ffff_ffff)), 19); // just below 2^20
+/// assert_eq!(floor_log2(f64::from_bits(0x412f_ffff_ffff_ffff)), 19); // just below 2^20
 /// assert_eq!(floor_log2(f32::from_bits(1) as f64), -149);
 /// ```
 pub fn floor_log2(a: f64) -> i32 {
