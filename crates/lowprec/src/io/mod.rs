@@ -2,6 +2,7 @@
 //! folder, renamed over the target only once complete, so no partial output is ever left).
 
 pub mod npy;
+pub mod safetensors;
 
 use crate::error::{Error, Result};
 use std::fs;

@@ -1,9 +1,15 @@
 //! NumPy `.npy` files (format versions 1.0, 2.0 and 3.0), little-endian, C order.
 //!
-//! Read: float16, float32, float64, uint8, uint16, uint32, uint64 (and `|u1`). Anything
-//! else (big-endian data, Fortran order, object arrays, structured dtypes) is refused with
-//! an error that says what to do. Truncated or malformed files are refused, never read
+//! Read: float16, float32, float64, bfloat16, uint8, uint16, uint32, uint64 (and `|u1`).
+//! Anything else (big-endian data, Fortran order, object arrays, structured dtypes) is refused
+//! with an error that says what to do. Truncated or malformed files are refused, never read
 //! partially.
+//!
+//! bfloat16: numpy has no bfloat16 of its own; `np.save` of an `ml_dtypes.bfloat16` array
+//! writes the descr `'<V2'` (two raw bytes), so a `'<V2'` (or `'|V2'`) array is taken to be
+//! bfloat16, read as raw bits ([`Data::BF16`]) and written back as `'<V2'`, which
+//! `np.load(f).view(ml_dtypes.bfloat16)` restores. (ml_dtypes' 8-bit types are saved as `'<V1'`;
+//! those are refused, with the advice to save their codes as uint8.)
 //!
 //! ```
 //! use lowprec::io::npy::{self, Array, Data};
@@ -21,6 +27,9 @@ use std::path::Path;
 pub enum Data {
     /// IEEE binary16, as raw bits.
     F16(Vec<u16>),
+    /// bfloat16, as raw bits (the upper half of a binary32); descr `'<V2'`, as ml_dtypes
+    /// saves it.
+    BF16(Vec<u16>),
     /// binary32.
     F32(Vec<f32>),
     /// binary64.
@@ -40,6 +49,7 @@ impl Data {
     pub fn descr(&self) -> &'static str {
         match self {
             Data::F16(_) => "<f2",
+            Data::BF16(_) => "<V2",
             Data::F32(_) => "<f4",
             Data::F64(_) => "<f8",
             Data::U8(_) => "|u1",
@@ -53,6 +63,7 @@ impl Data {
     pub fn dtype_name(&self) -> &'static str {
         match self {
             Data::F16(_) => "float16",
+            Data::BF16(_) => "bfloat16",
             Data::F32(_) => "float32",
             Data::F64(_) => "float64",
             Data::U8(_) => "uint8",
@@ -65,7 +76,7 @@ impl Data {
     /// The number of elements.
     pub fn len(&self) -> usize {
         match self {
-            Data::F16(v) | Data::U16(v) => v.len(),
+            Data::F16(v) | Data::BF16(v) | Data::U16(v) => v.len(),
             Data::F32(v) => v.len(),
             Data::F64(v) => v.len(),
             Data::U8(v) => v.len(),
@@ -82,7 +93,7 @@ impl Data {
     fn item_size(&self) -> usize {
         match self {
             Data::U8(_) => 1,
-            Data::F16(_) | Data::U16(_) => 2,
+            Data::F16(_) | Data::BF16(_) | Data::U16(_) => 2,
             Data::F32(_) | Data::U32(_) => 4,
             Data::F64(_) | Data::U64(_) => 8,
         }
@@ -212,6 +223,12 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
     let item = match descr.as_str() {
         "<f2" | "<f4" | "<f8" | "<u2" | "<u4" | "<u8" => descr[2..].parse::<usize>().unwrap_or(0),
         "|u1" | "<u1" | "u1" => 1,
+        "<V2" | "|V2" => 2,
+        d @ ("<V1" | "|V1") => {
+            return Err(bad(format!(
+                "unsupported .npy dtype '{d}' (an ml_dtypes 8-bit type such as float8 saves as raw bytes); save the codes instead: a.view(np.uint8)"
+            )))
+        }
         d if d.starts_with('>') => {
             return Err(bad(format!(
                 "big-endian .npy data ({d}) is not supported; save a.astype(a.dtype.newbyteorder('<'))"
@@ -219,7 +236,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
         }
         d => {
             return Err(bad(format!(
-                "unsupported .npy dtype '{d}'; lowprec reads float16, float32, float64 and uint8/16/32/64"
+                "unsupported .npy dtype '{d}'; lowprec reads float16, float32, float64, bfloat16 ('<V2', as ml_dtypes saves it) and uint8/16/32/64"
             )))
         }
     };
@@ -239,6 +256,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
         "<u2" => Data::U16(le_vec(body, u16::from_le_bytes)),
         "<u4" => Data::U32(le_vec(body, u32::from_le_bytes)),
         "<u8" => Data::U64(le_vec(body, u64::from_le_bytes)),
+        "<V2" | "|V2" => Data::BF16(le_vec(body, u16::from_le_bytes)),
         _ => Data::U8(body.to_vec()),
     };
     Ok(Array { shape, data })
@@ -309,7 +327,7 @@ fn write_data(w: &mut dyn std::io::Write, d: &Data) -> std::io::Result<()> {
         };
     }
     match d {
-        Data::F16(v) | Data::U16(v) => put!(v),
+        Data::F16(v) | Data::BF16(v) | Data::U16(v) => put!(v),
         Data::F32(v) => put!(v),
         Data::F64(v) => put!(v),
         Data::U8(v) => w.write_all(v)?,
@@ -350,6 +368,7 @@ mod tests {
         for shape in shapes {
             for data in [
                 Data::F16(vec![1, 2, 3]),
+                Data::BF16(vec![0x3f80, 0xff80, 0x7fc1]),
                 Data::F32(vec![1.5, -2.0, f32::NAN]),
                 Data::F64(vec![1e300, -0.0, 5e-324]),
                 Data::U8(vec![0, 255, 7]),
@@ -396,5 +415,44 @@ mod tests {
         assert!(msg(&fortran).contains("Fortran"));
         assert!(msg(&edit(&[("<f4", ">f4")])).contains("big-endian"));
         assert!(msg(&edit(&[("<f4", "|O8")])).contains("unsupported"));
+        let v1 = msg(&edit(&[("<f4", "<V1")]));
+        assert!(v1.contains("'<V1'") && v1.contains("np.uint8"), "{v1}");
+    }
+
+    #[test]
+    fn v2_reads_as_bfloat16_and_round_trips() {
+        // The exact bytes of np.save(f, np.array([[1, -2.5], [inf, nan]],
+        // dtype=ml_dtypes.bfloat16)) (numpy 2, ml_dtypes 0.5).
+        let dict = "{'descr': '<V2', 'fortran_order': False, 'shape': (2, 2), }";
+        let mut numpy = b"\x93NUMPY\x01\x00\x76\x00".to_vec();
+        numpy.extend_from_slice(dict.as_bytes());
+        numpy.resize(127, b' ');
+        numpy.push(b'\n');
+        numpy.extend_from_slice(&[0x80, 0x3f, 0x20, 0xc0, 0x80, 0x7f, 0xc0, 0x7f]);
+        let bits = vec![0x3f80u16, 0xc020, 0x7f80, 0x7fc0];
+        let a = from_bytes(&numpy).unwrap();
+        assert_eq!(a.shape, [2, 2]);
+        assert_eq!(a.data, Data::BF16(bits.clone()));
+        assert_eq!(a.data.dtype_name(), "bfloat16");
+        assert_eq!(
+            to_bytes(&a),
+            numpy,
+            "written back byte for byte as numpy writes it"
+        );
+        // np.load gives a plain void dtype, which saves as '|V2': also bfloat16.
+        let mut void = numpy.clone();
+        void[21] = b'|';
+        assert_eq!(&void[20..24], b"'|V2");
+        assert_eq!(from_bytes(&void).unwrap(), a);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bf16.npy");
+        write(&path, &a).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), numpy);
+        assert_eq!(read(&path).unwrap().data, Data::BF16(bits));
+        let e = from_bytes(&numpy[..numpy.len() - 1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'<V2' needs 8 bytes"), "{e}");
     }
 }

@@ -1,0 +1,1377 @@
+//! `.safetensors` files: read (memory-mapped or from a buffer) and write (atomically).
+//!
+//! The format: an 8-byte little-endian header length `N`, then `N` bytes of UTF-8 JSON, then
+//! the data section. The JSON object maps each tensor name to
+//! `{"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}` (offsets into the data
+//! section, `end` exclusive) and may hold a `"__metadata__"` object of string to string.
+//!
+//! Dtypes: the floats `F32`, `F16`, `BF16`, `F64`, and the integers `U8`, `I8`, `U16`, `I32`,
+//! `I64`, `U32`, `U64` (read and written as raw little-endian bytes, so files holding them can
+//! be read and copied through). Other dtypes are refused with the list of supported ones.
+//!
+//! Reading validates the whole header before any tensor is handed out, as the reference
+//! `safetensors` library does: every entry's dtype, shape and offsets, each tensor's byte size
+//! against its shape, and that the tensors, in order of their offsets, tile the data section
+//! exactly (no gap, no overlap, no trailing bytes). A file that fails any check is refused with
+//! an [`Error::BadFile`] naming the problem; nothing is read partially. Keys of an entry other
+//! than `dtype`, `shape` and `data_offsets` are ignored, as the reference library ignores them.
+//!
+//! Writing lays the data out in the order given, with no padding between tensors (the header
+//! is padded to a multiple of 8 bytes, so a reader that needs each tensor naturally aligned in
+//! the map should be given the widest dtypes first).
+//!
+//! ```
+//! use lowprec::io::safetensors::{self, Dtype, TensorOut};
+//! use std::collections::BTreeMap;
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("model.safetensors");
+//! let w: Vec<u8> = [1.0f32, -2.0, 0.5, 3.0].iter().flat_map(|x| x.to_le_bytes()).collect();
+//! let b: Vec<u8> = [0x3f80u16, 0xc000].iter().flat_map(|x| x.to_le_bytes()).collect();
+//! let meta = BTreeMap::from([("format".to_string(), "pt".to_string())]);
+//! safetensors::write(
+//!     &path,
+//!     &[
+//!         TensorOut::new("w", Dtype::F32, &[2, 2], &w),
+//!         TensorOut::new("b", Dtype::BF16, &[2], &b),
+//!     ],
+//!     &meta,
+//! )?;
+//!
+//! let st = safetensors::open(&path)?;
+//! assert_eq!(st.names(), ["w", "b"]);
+//! assert_eq!(st.metadata()["format"], "pt");
+//! let t = st.get("b").unwrap();
+//! assert_eq!((t.dtype, t.shape, t.len()), (Dtype::BF16, &[2usize][..], 2));
+//! assert_eq!(t.to_f32_vec()?, [1.0, -2.0]);
+//! assert_eq!(st.get("w").unwrap().to_f64_vec()?, [1.0, -2.0, 0.5, 3.0]);
+//! assert!(st.get("nope").is_none());
+//! # Ok::<(), lowprec::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::fs::File;
+use std::path::Path;
+use std::str::FromStr;
+
+/// The largest header length accepted (and written), in bytes: 100 MB, the reference
+/// library's limit. A larger length means a corrupt or foreign file.
+pub const MAX_HEADER_LEN: u64 = 100_000_000;
+
+/// The key of the optional string-to-string metadata object in the header.
+pub const METADATA_KEY: &str = "__metadata__";
+
+/// The element type of a tensor, as named in the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dtype {
+    /// IEEE binary32 (`"F32"`).
+    F32,
+    /// IEEE binary16 (`"F16"`).
+    F16,
+    /// bfloat16 (`"BF16"`): the upper half of a binary32.
+    BF16,
+    /// IEEE binary64 (`"F64"`).
+    F64,
+    /// unsigned 8-bit integer (`"U8"`).
+    U8,
+    /// signed 8-bit integer (`"I8"`), kept as raw bytes.
+    I8,
+    /// unsigned 16-bit integer (`"U16"`), kept as raw bytes.
+    U16,
+    /// signed 32-bit integer (`"I32"`), kept as raw bytes.
+    I32,
+    /// signed 64-bit integer (`"I64"`), kept as raw bytes.
+    I64,
+    /// unsigned 32-bit integer (`"U32"`), kept as raw bytes.
+    U32,
+    /// unsigned 64-bit integer (`"U64"`), kept as raw bytes.
+    U64,
+}
+
+impl Dtype {
+    /// Every supported dtype, floats first.
+    pub const ALL: [Dtype; 11] = [
+        Dtype::F32,
+        Dtype::F16,
+        Dtype::BF16,
+        Dtype::F64,
+        Dtype::U8,
+        Dtype::I8,
+        Dtype::U16,
+        Dtype::I32,
+        Dtype::I64,
+        Dtype::U32,
+        Dtype::U64,
+    ];
+
+    /// The name used in the header (`"F32"`, `"BF16"`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "F32",
+            Dtype::F16 => "F16",
+            Dtype::BF16 => "BF16",
+            Dtype::F64 => "F64",
+            Dtype::U8 => "U8",
+            Dtype::I8 => "I8",
+            Dtype::U16 => "U16",
+            Dtype::I32 => "I32",
+            Dtype::I64 => "I64",
+            Dtype::U32 => "U32",
+            Dtype::U64 => "U64",
+        }
+    }
+
+    /// The size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::U8 | Dtype::I8 => 1,
+            Dtype::F16 | Dtype::BF16 | Dtype::U16 => 2,
+            Dtype::F32 | Dtype::I32 | Dtype::U32 => 4,
+            Dtype::F64 | Dtype::I64 | Dtype::U64 => 8,
+        }
+    }
+
+    /// Whether the elements are floating-point numbers (`F32`, `F16`, `BF16`, `F64`).
+    pub fn is_float(self) -> bool {
+        matches!(self, Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64)
+    }
+
+    /// The supported names, comma separated, for error messages.
+    fn known() -> String {
+        Dtype::ALL.map(Dtype::name).join(", ")
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Dtype {
+    type Err = Error;
+
+    /// Parse a header dtype name (exact, upper case, as the format spells it).
+    fn from_str(s: &str) -> Result<Dtype> {
+        Dtype::ALL
+            .into_iter()
+            .find(|d| d.name() == s)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown safetensors dtype '{s}'; supported: {}",
+                    Dtype::known()
+                ))
+            })
+    }
+}
+
+/// One tensor of a [`SafeTensors`]: its name, dtype, shape, and its bytes in the file
+/// (little-endian, C order), borrowed without copying.
+#[derive(Clone, Copy, PartialEq)]
+pub struct TensorView<'a> {
+    /// The tensor's name.
+    pub name: &'a str,
+    /// The element type.
+    pub dtype: Dtype,
+    /// The shape (empty for a scalar).
+    pub shape: &'a [usize],
+    /// The raw little-endian bytes: `len() * dtype.size()` of them.
+    pub bytes: &'a [u8],
+}
+
+impl fmt::Debug for TensorView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TensorView")
+            .field("name", &self.name)
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .field("bytes", &format_args!("[{} bytes]", self.bytes.len()))
+            .finish()
+    }
+}
+
+impl TensorView<'_> {
+    /// The number of elements (the product of the shape; 1 for a scalar).
+    pub fn len(&self) -> usize {
+        self.bytes.len() / self.dtype.size()
+    }
+
+    /// Whether the tensor has no elements (some dimension is 0).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Whether the elements are floating-point numbers (see [`Dtype::is_float`]).
+    pub fn is_float(&self) -> bool {
+        self.dtype.is_float()
+    }
+
+    /// The elements as `f32`, widened exactly from `F32`, `F16` or `BF16` (NaN payloads and
+    /// signs kept, subnormals exact).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for any other dtype (`F64` does not fit: use
+    /// [`to_f64_vec`](Self::to_f64_vec)).
+    pub fn to_f32_vec(&self) -> Result<Vec<f32>> {
+        Ok(match self.dtype {
+            Dtype::F32 => le_map(self.bytes, f32::from_le_bytes),
+            Dtype::F16 => le_map(self.bytes, |b| f16_to_f32(u16::from_le_bytes(b))),
+            Dtype::BF16 => le_map(self.bytes, |b| bf16_to_f32(u16::from_le_bytes(b))),
+            d => {
+                return Err(Error::InvalidArgument(format!(
+                    "tensor '{}' is {d}; to_f32_vec reads F32, F16 and BF16{}",
+                    self.name,
+                    if d == Dtype::F64 {
+                        " (use to_f64_vec for F64)"
+                    } else {
+                        ""
+                    }
+                )))
+            }
+        })
+    }
+
+    /// The elements as `f64`, widened exactly from `F32`, `F16`, `BF16` or `F64` (NaN payloads
+    /// and signs kept, subnormals exact).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] for an integer dtype.
+    pub fn to_f64_vec(&self) -> Result<Vec<f64>> {
+        Ok(match self.dtype {
+            Dtype::F64 => le_map(self.bytes, f64::from_le_bytes),
+            Dtype::F32 => le_map(self.bytes, |b| f32_to_f64(f32::from_le_bytes(b))),
+            Dtype::F16 => le_map(self.bytes, |b| {
+                f32_to_f64(f16_to_f32(u16::from_le_bytes(b)))
+            }),
+            Dtype::BF16 => le_map(self.bytes, |b| {
+                f32_to_f64(bf16_to_f32(u16::from_le_bytes(b)))
+            }),
+            d => {
+                return Err(Error::InvalidArgument(format!(
+                    "tensor '{}' is {d}; to_f64_vec reads F32, F16, BF16 and F64",
+                    self.name
+                )))
+            }
+        })
+    }
+}
+
+/// `f` applied to each `N`-byte little-endian chunk of `b`.
+fn le_map<T, const N: usize>(b: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+    b.chunks_exact(N)
+        .map(|c| f(c.try_into().expect("chunk of N bytes")))
+        .collect()
+}
+
+/// IEEE binary16 bits to binary32, exactly (NaN payload shifted into place, so a quiet NaN
+/// stays quiet and a signaling one signaling).
+fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h & 0x8000) << 16;
+    let exp = u32::from(h >> 10) & 0x1f;
+    let man = u32::from(h & 0x3ff);
+    let bits = match exp {
+        0x1f => sign | 0x7f80_0000 | (man << 13),
+        0 if man == 0 => sign,
+        0 => {
+            // Subnormal: man · 2^-24. Shift the leading 1 up to bit 10 (the implicit bit) and
+            // lower the exponent by as much; binary32 holds every such value as a normal.
+            let shift = man.leading_zeros() - 21;
+            sign | ((113 - shift) << 23) | ((man << shift) & 0x3ff) << 13
+        }
+        _ => sign | ((exp + 112) << 23) | (man << 13),
+    };
+    f32::from_bits(bits)
+}
+
+/// bfloat16 bits to binary32, exactly: they are its upper 16 bits.
+fn bf16_to_f32(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// binary32 to binary64, exactly, NaN payloads included (an `as` cast may quiet a signaling
+/// NaN; this keeps its bits).
+fn f32_to_f64(x: f32) -> f64 {
+    if x.is_nan() {
+        let b = x.to_bits();
+        let sign = u64::from(b >> 31) << 63;
+        f64::from_bits(sign | 0x7ff0_0000_0000_0000 | u64::from(b & 0x7f_ffff) << 29)
+    } else {
+        f64::from(x)
+    }
+}
+
+/// The bytes behind a [`SafeTensors`]: a read-only map of the file, or an owned buffer.
+enum Storage {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Storage {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Storage::Mapped(m) => m,
+            Storage::Owned(v) => v,
+        }
+    }
+}
+
+/// A validated tensor entry of the header.
+struct Entry {
+    name: String,
+    dtype: Dtype,
+    shape: Vec<usize>,
+    begin: usize,
+    end: usize,
+}
+
+/// A `.safetensors` file, validated: its tensors (borrowed from the file's bytes on
+/// demand) and its metadata. Made by [`open`] or [`from_bytes`].
+pub struct SafeTensors {
+    storage: Storage,
+    /// Offset of the data section in the storage.
+    data_start: usize,
+    /// In file order: by data offset (ties, which only empty tensors can have, by name).
+    entries: Vec<Entry>,
+    index: HashMap<String, usize>,
+    metadata: BTreeMap<String, String>,
+}
+
+impl fmt::Debug for SafeTensors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SafeTensors")
+            .field("tensors", &self.iter().collect::<Vec<_>>())
+            .field("metadata", &self.metadata)
+            .finish()
+    }
+}
+
+impl SafeTensors {
+    /// The tensor names in file order (the order of their data offsets).
+    pub fn names(&self) -> Vec<&str> {
+        self.entries.iter().map(|e| e.name.as_str()).collect()
+    }
+
+    /// The number of tensors.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the file holds no tensors.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The tensor called `name`, or `None` if there is none.
+    pub fn get(&self, name: &str) -> Option<TensorView<'_>> {
+        self.index.get(name).map(|&i| self.view(&self.entries[i]))
+    }
+
+    /// Every tensor, in file order.
+    pub fn iter(&self) -> impl Iterator<Item = TensorView<'_>> + '_ {
+        self.entries.iter().map(|e| self.view(e))
+    }
+
+    /// The `"__metadata__"` strings (empty when the file has none).
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.metadata
+    }
+
+    fn view<'a>(&'a self, e: &'a Entry) -> TensorView<'a> {
+        let data = &self.storage.bytes()[self.data_start..];
+        TensorView {
+            name: &e.name,
+            dtype: e.dtype,
+            shape: &e.shape,
+            bytes: &data[e.begin..e.end],
+        }
+    }
+}
+
+fn bad(msg: impl Into<String>) -> Error {
+    Error::BadFile(msg.into())
+}
+
+/// Prefix a [`Error::BadFile`] message with the path.
+fn at_path(path: &Path) -> impl Fn(Error) -> Error + '_ {
+    move |e| match e {
+        Error::BadFile(m) => bad(format!("{}: {m}", path.display())),
+        e => e,
+    }
+}
+
+/// Open and validate a `.safetensors` file, memory-mapping it (read-only): tensors are read
+/// from the page cache when asked for, and never copied by [`SafeTensors::get`].
+///
+/// # Precondition
+///
+/// The file must not be modified or truncated (by this or any other process) while the
+/// returned [`SafeTensors`] is alive: the tensors are views into the mapped file, so a change
+/// would change data already validated and borrowed, and a truncation would fault on access.
+/// Where that cannot be guaranteed, read the file into memory and use [`from_bytes`]:
+/// `from_bytes(std::fs::read(path)?)`.
+///
+/// # Errors
+///
+/// [`Error::BadFile`] naming the path when it cannot be opened or mapped, and for every
+/// problem [`from_bytes`] refuses.
+pub fn open(path: &Path) -> Result<SafeTensors> {
+    let cannot = |e: std::io::Error| bad(format!("cannot read {}: {e}", path.display()));
+    let file = File::open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(bad(format!(
+            "cannot read {}: not a regular file",
+            path.display()
+        )));
+    }
+    if meta.len() < 8 {
+        // Also keeps an empty file away from mmap, which refuses a zero-length map.
+        return Err(at_path(path)(too_short(meta.len())));
+    }
+    let map = map_read_only(&file).map_err(cannot)?;
+    parse(Storage::Mapped(map)).map_err(at_path(path))
+}
+
+/// Map `file` into memory, read-only.
+#[allow(unsafe_code)]
+fn map_read_only(file: &File) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: the map is read-only (`Mmap` maps with PROT_READ and hands out only `&[u8]`),
+    // so nothing in this process can write through it or alias it mutably. What `Mmap::map`
+    // cannot rule out is another writer changing or truncating the file while it is mapped,
+    // which would change bytes behind a live `&[u8]` (or fault on access); `open` states that
+    // the file must not be modified while mapped as its documented precondition, as every
+    // memory-mapping reader must (the reference `safetensors` loaders do the same).
+    unsafe { memmap2::Mmap::map(file) }
+}
+
+/// Validate the bytes of a `.safetensors` file held in memory (tests, small files, data that
+/// did not come from a file).
+///
+/// # Errors
+///
+/// [`Error::BadFile`] naming the problem: fewer than 8 bytes; a header length beyond the
+/// end or over [`MAX_HEADER_LEN`]; a header that is not UTF-8 JSON or not an object; a
+/// duplicate key; an entry without a known dtype, a shape of non-negative integers, or two
+/// ordered data offsets; a byte size that does not match the shape; offsets beyond the data
+/// section; tensors that leave a gap in it or overlap; a `"__metadata__"` that is not an object
+/// of strings.
+pub fn from_bytes(bytes: Vec<u8>) -> Result<SafeTensors> {
+    parse(Storage::Owned(bytes))
+}
+
+fn too_short(len: u64) -> Error {
+    bad(format!(
+        "not a .safetensors file: {len} bytes, fewer than the 8-byte header length"
+    ))
+}
+
+fn parse(storage: Storage) -> Result<SafeTensors> {
+    let bytes = storage.bytes();
+    if bytes.len() < 8 {
+        return Err(too_short(bytes.len() as u64));
+    }
+    let n = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    let rest = (bytes.len() - 8) as u64;
+    if n > MAX_HEADER_LEN {
+        return Err(bad(format!(
+            "not a .safetensors file: header length {n} is over the {MAX_HEADER_LEN}-byte limit"
+        )));
+    }
+    if n > rest {
+        return Err(bad(format!(
+            "truncated .safetensors file: header length {n} is beyond the end ({rest} bytes after the length)"
+        )));
+    }
+    let data_start = 8 + n as usize;
+    let header = std::str::from_utf8(&bytes[8..data_start])
+        .map_err(|e| bad(format!("malformed .safetensors header: not UTF-8 ({e})")))?;
+    let data_len = bytes.len() - data_start;
+    let (entries, metadata) = parse_header(header, data_len)?;
+    let index = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.name.clone(), i))
+        .collect();
+    Ok(SafeTensors {
+        storage,
+        data_start,
+        entries,
+        index,
+        metadata,
+    })
+}
+
+/// Validate the header text against a data section of `data_len` bytes: the entries in file
+/// order and the metadata.
+fn parse_header(header: &str, data_len: usize) -> Result<(Vec<Entry>, BTreeMap<String, String>)> {
+    let value: Value = serde_json::from_str(header).map_err(|e| {
+        bad(format!(
+            "malformed .safetensors header: not valid JSON ({e})"
+        ))
+    })?;
+    let Value::Object(map) = value else {
+        return Err(bad(
+            "malformed .safetensors header: not a JSON object of tensor names",
+        ));
+    };
+    // serde_json keeps the last of duplicate keys silently; find them in the text.
+    if let Some(dup) = duplicate_key(header) {
+        return Err(bad(format!("malformed .safetensors header: {dup}")));
+    }
+    let mut metadata = BTreeMap::new();
+    let mut entries = Vec::with_capacity(map.len());
+    for (name, v) in &map {
+        if name == METADATA_KEY {
+            metadata = parse_metadata(v)?;
+        } else {
+            entries.push(parse_entry(name, v)?);
+        }
+    }
+    for e in &entries {
+        if e.end > data_len {
+            return Err(bad(format!(
+                "tensor '{}': data_offsets [{}, {}] end beyond the data section ({data_len} bytes); the file is truncated or the header is wrong",
+                e.name, e.begin, e.end
+            )));
+        }
+    }
+    entries.sort_by(|a, b| (a.begin, a.end, &a.name).cmp(&(b.begin, b.end, &b.name)));
+    let mut pos = 0usize;
+    let mut last: Option<&Entry> = None;
+    for e in &entries {
+        if e.begin > pos {
+            return Err(bad(format!(
+                "gap in the data section: bytes [{pos}, {}) belong to no tensor (before tensor '{}'); tensors must tile the data section",
+                e.begin, e.name
+            )));
+        }
+        if e.begin < pos {
+            let p = last.expect("pos > 0 only after a tensor");
+            return Err(bad(format!(
+                "overlap in the data section: tensor '{}' [{}, {}] overlaps tensor '{}' [{}, {}]",
+                e.name, e.begin, e.end, p.name, p.begin, p.end
+            )));
+        }
+        pos = e.end;
+        last = Some(e);
+    }
+    if pos < data_len {
+        return Err(bad(format!(
+            "gap in the data section: its last {} bytes [{pos}, {data_len}) belong to no tensor (trailing data)",
+            data_len - pos
+        )));
+    }
+    Ok((entries, metadata))
+}
+
+fn parse_metadata(v: &Value) -> Result<BTreeMap<String, String>> {
+    let Value::Object(m) = v else {
+        return Err(bad(format!(
+            "malformed .safetensors header: {METADATA_KEY} must be an object of strings, not {}",
+            json_kind(v)
+        )));
+    };
+    m.iter()
+        .map(|(k, v)| match v {
+            Value::String(s) => Ok((k.clone(), s.clone())),
+            v => Err(bad(format!(
+                "malformed .safetensors header: {METADATA_KEY} must be an object of strings; '{k}' is {}",
+                json_kind(v)
+            ))),
+        })
+        .collect()
+}
+
+/// "a number", "an array", … for messages.
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn parse_entry(name: &str, v: &Value) -> Result<Entry> {
+    let err = |what: String| bad(format!("tensor '{name}': {what}"));
+    let Value::Object(m) = v else {
+        return Err(err(format!(
+            "entry is {}, not an object with dtype, shape and data_offsets",
+            json_kind(v)
+        )));
+    };
+    let field = |key: &str| m.get(key).ok_or_else(|| err(format!("no \"{key}\" entry")));
+    let dtype = match field("dtype")? {
+        Value::String(s) => s.parse::<Dtype>().map_err(|_| {
+            err(format!(
+                "unknown dtype '{s}'; supported: {}",
+                Dtype::known()
+            ))
+        })?,
+        v => return Err(err(format!("dtype is {}, not a string", json_kind(v)))),
+    };
+    let shape_v = field("shape")?;
+    let shape = as_usizes(shape_v).ok_or_else(|| {
+        err(format!(
+            "shape must be a list of non-negative integers, not {shape_v}"
+        ))
+    })?;
+    let off_v = field("data_offsets")?;
+    let (begin, end) = match as_usizes(off_v).as_deref() {
+        Some(&[b, e]) if b <= e => (b, e),
+        Some(&[b, e]) => return Err(err(format!("data_offsets [{b}, {e}] begin after they end"))),
+        _ => {
+            return Err(err(format!(
+                "data_offsets must be two non-negative integers [begin, end], not {off_v}"
+            )))
+        }
+    };
+    let need = shape
+        .iter()
+        .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
+        .ok_or_else(|| err(format!("shape {shape:?} is too large")))?;
+    if need != end - begin {
+        return Err(err(format!(
+            "size mismatch: shape {shape:?} of {dtype} needs {need} bytes, data_offsets [{begin}, {end}] hold {}",
+            end - begin
+        )));
+    }
+    Ok(Entry {
+        name: name.to_string(),
+        dtype,
+        shape,
+        begin,
+        end,
+    })
+}
+
+/// A JSON array of integers that fit `usize`, or `None`.
+fn as_usizes(v: &Value) -> Option<Vec<usize>> {
+    v.as_array()?
+        .iter()
+        .map(|x| x.as_u64().and_then(|u| usize::try_from(u).ok()))
+        .collect()
+}
+
+/// The first key repeated within one JSON object of `json` (which must be valid JSON), as a
+/// message, or `None`.
+fn duplicate_key(json: &str) -> Option<String> {
+    // One frame per open object or array: an object's keys so far and its own key in its
+    // parent (the tensor name for an entry).
+    struct Frame {
+        keys: Option<HashSet<String>>,
+        owner: Option<String>,
+        last_key: Option<String>,
+    }
+    let b = json.as_bytes();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                let token = json.get(i..=j)?;
+                i = j + 1;
+                let mut k = i;
+                while k < b.len() && b[k].is_ascii_whitespace() {
+                    k += 1;
+                }
+                if b.get(k) != Some(&b':') {
+                    continue;
+                }
+                let key: String = serde_json::from_str(token).unwrap_or_else(|_| token.into());
+                let depth = stack.len();
+                let frame = stack.last_mut()?;
+                let keys = frame.keys.as_mut()?;
+                if !keys.insert(key.clone()) {
+                    return Some(match (depth, &frame.owner) {
+                        (1, _) => format!("duplicate key '{key}' (a tensor name must appear once)"),
+                        (_, Some(o)) => format!("duplicate key '{key}' in the entry of '{o}'"),
+                        (_, None) => format!("duplicate key '{key}'"),
+                    });
+                }
+                frame.last_key = Some(key);
+                continue;
+            }
+            open @ (b'{' | b'[') => {
+                let owner = stack.last().and_then(|f| f.last_key.clone());
+                stack.push(Frame {
+                    keys: (open == b'{').then(HashSet::new),
+                    owner,
+                    last_key: None,
+                });
+            }
+            b'}' | b']' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// A tensor to write: name, dtype, shape and raw little-endian bytes in C order, borrowed.
+/// A [`TensorView`] converts into one, so tensors can be copied from one file to another.
+#[derive(Clone, Copy, PartialEq)]
+pub struct TensorOut<'a> {
+    /// The tensor's name (any string but `"__metadata__"`).
+    pub name: &'a str,
+    /// The element type.
+    pub dtype: Dtype,
+    /// The shape (empty for a scalar).
+    pub shape: &'a [usize],
+    /// The raw little-endian bytes: the product of the shape times `dtype.size()` of them.
+    pub bytes: &'a [u8],
+}
+
+impl<'a> TensorOut<'a> {
+    /// A tensor to write (checked by [`write()`], not here).
+    pub fn new(name: &'a str, dtype: Dtype, shape: &'a [usize], bytes: &'a [u8]) -> Self {
+        TensorOut {
+            name,
+            dtype,
+            shape,
+            bytes,
+        }
+    }
+}
+
+impl fmt::Debug for TensorOut<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TensorOut")
+            .field("name", &self.name)
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .field("bytes", &format_args!("[{} bytes]", self.bytes.len()))
+            .finish()
+    }
+}
+
+impl<'a> From<TensorView<'a>> for TensorOut<'a> {
+    fn from(t: TensorView<'a>) -> Self {
+        TensorOut::new(t.name, t.dtype, t.shape, t.bytes)
+    }
+}
+
+/// The 8-byte length and the JSON header, padded with spaces to a multiple of 8 bytes (as
+/// the reference library writes it). Keys in a fixed order: `"__metadata__"` first (when
+/// there is any), its keys sorted; then the tensors in the given order, each with `dtype`,
+/// `shape`, `data_offsets`. The data section follows in the same order.
+fn header_bytes(tensors: &[TensorOut<'_>], metadata: &BTreeMap<String, String>) -> Result<Vec<u8>> {
+    let invalid = |m: String| Error::InvalidArgument(format!("cannot write .safetensors: {m}"));
+    let quote = |s: &str| serde_json::to_string(s).expect("a string serialises");
+    let mut seen = HashSet::new();
+    let mut json = String::from("{");
+    if !metadata.is_empty() {
+        json.push_str(&quote(METADATA_KEY));
+        json.push_str(":{");
+        for (i, (k, v)) in metadata.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            json.push_str(&quote(k));
+            json.push(':');
+            json.push_str(&quote(v));
+        }
+        json.push('}');
+    }
+    let mut offset = 0usize;
+    for t in tensors {
+        if t.name == METADATA_KEY {
+            return Err(invalid(format!(
+                "'{METADATA_KEY}' is reserved for the metadata; rename the tensor"
+            )));
+        }
+        if !seen.insert(t.name) {
+            return Err(invalid(format!(
+                "tensor name '{}' appears twice; names must be unique",
+                t.name
+            )));
+        }
+        let need = t
+            .shape
+            .iter()
+            .try_fold(t.dtype.size(), |a, &d| a.checked_mul(d));
+        if need != Some(t.bytes.len()) {
+            return Err(invalid(format!(
+                "tensor '{}': shape {:?} of {} needs {} bytes, got {}",
+                t.name,
+                t.shape,
+                t.dtype,
+                need.map_or("too many".to_string(), |n| n.to_string()),
+                t.bytes.len()
+            )));
+        }
+        let end = offset + t.bytes.len();
+        if json.len() > 1 {
+            json.push(',');
+        }
+        json.push_str(&quote(t.name));
+        let shape: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
+        json.push_str(&format!(
+            ":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{offset},{end}]}}",
+            t.dtype,
+            shape.join(",")
+        ));
+        offset = end;
+    }
+    json.push('}');
+    while json.len() % 8 != 0 {
+        json.push(' ');
+    }
+    if json.len() as u64 > MAX_HEADER_LEN {
+        return Err(invalid(format!(
+            "the header would be {} bytes, over the {MAX_HEADER_LEN}-byte limit readers accept; write fewer tensors per file",
+            json.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(8 + json.len());
+    out.extend_from_slice(&(json.len() as u64).to_le_bytes());
+    out.extend_from_slice(json.as_bytes());
+    Ok(out)
+}
+
+/// The bytes of a `.safetensors` file holding `tensors` (in that order) and `metadata` (see
+/// [`write()`]).
+///
+/// # Errors
+///
+/// As [`write()`], for the arguments.
+pub fn to_bytes(tensors: &[TensorOut<'_>], metadata: &BTreeMap<String, String>) -> Result<Vec<u8>> {
+    let mut out = header_bytes(tensors, metadata)?;
+    out.reserve(tensors.iter().map(|t| t.bytes.len()).sum());
+    for t in tensors {
+        out.extend_from_slice(t.bytes);
+    }
+    Ok(out)
+}
+
+/// Write `tensors` (data laid out in the given order) and `metadata` (omitted when empty) to
+/// `path` atomically (see [`crate::io::write_atomic`]): every tensor is checked before
+/// anything is written, and no partial file is ever left.
+///
+/// The header is compact JSON with keys in a fixed order (`"__metadata__"` first, its keys
+/// sorted, then the tensors in the given order), padded with spaces to a multiple of 8 bytes
+/// as the reference library writes it, so equal arguments give equal files.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when a tensor's byte length does not match its shape and dtype,
+/// a name appears twice or is `"__metadata__"`, or the header would exceed
+/// [`MAX_HEADER_LEN`]; nothing is written then. [`Error::BadFile`] when the file cannot be
+/// written; `path` is then untouched.
+pub fn write(
+    path: &Path,
+    tensors: &[TensorOut<'_>],
+    metadata: &BTreeMap<String, String>,
+) -> Result<()> {
+    let header = header_bytes(tensors, metadata)?;
+    super::write_atomic(path, |w| {
+        w.write_all(&header)?;
+        tensors.iter().try_for_each(|t| w.write_all(t.bytes))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_meta() -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
+    /// A file from a raw JSON header (padded) and a data section.
+    fn raw(header: &str, data: &[u8]) -> Vec<u8> {
+        let mut h = header.to_string();
+        while h.len() % 8 != 0 {
+            h.push(' ');
+        }
+        let mut out = (h.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(h.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    fn msg(bytes: Vec<u8>) -> String {
+        match from_bytes(bytes) {
+            Ok(st) => panic!("accepted: {st:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn assert_refused(bytes: Vec<u8>, needles: &[&str]) {
+        let m = msg(bytes);
+        for n in needles {
+            assert!(m.contains(n), "message {m:?} lacks {n:?}");
+        }
+    }
+
+    #[test]
+    fn every_dtype_round_trips_through_bytes_and_a_file() {
+        let shape = [2usize, 3];
+        let data: Vec<Vec<u8>> = Dtype::ALL
+            .iter()
+            .enumerate()
+            .map(|(k, d)| (0..6 * d.size()).map(|i| (i * 7 + k) as u8).collect())
+            .collect();
+        let names: Vec<String> = Dtype::ALL.iter().map(|d| format!("t_{d}")).collect();
+        let mut tensors: Vec<TensorOut<'_>> = Dtype::ALL
+            .iter()
+            .zip(&names)
+            .zip(&data)
+            .map(|((&d, n), b)| TensorOut::new(n, d, &shape, b))
+            .collect();
+        let scalar = 7.5f64.to_le_bytes();
+        let empty: [u8; 0] = [];
+        tensors.push(TensorOut::new("scalar", Dtype::F64, &[], &scalar));
+        tensors.push(TensorOut::new("empty", Dtype::F32, &[4, 0], &empty));
+        let meta = BTreeMap::from([
+            ("format".to_string(), "pt".to_string()),
+            ("quote\"d\n".to_string(), "ünïcode".to_string()),
+        ]);
+        let bytes = to_bytes(&tensors, &meta).unwrap();
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        assert_eq!(n % 8, 0, "header padded to a multiple of 8");
+        assert!(bytes[8..8 + n].starts_with(b"{\"__metadata__\":{\"format\":\"pt\""));
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("all.safetensors");
+        write(&path, &tensors, &meta).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "write == to_bytes");
+        for st in [open(&path).unwrap(), from_bytes(bytes.clone()).unwrap()] {
+            let want: Vec<&str> = tensors.iter().map(|t| t.name).collect();
+            assert_eq!(st.names(), want);
+            assert_eq!(st.len(), tensors.len());
+            assert_eq!(st.metadata(), &meta);
+            for t in &tensors {
+                let v = st.get(t.name).unwrap();
+                assert_eq!(TensorOut::from(v), *t);
+                assert_eq!(v.is_float(), t.dtype.is_float());
+            }
+            assert_eq!(st.get("scalar").unwrap().len(), 1);
+            assert!(st.get("empty").unwrap().is_empty());
+            // Copy through: what we read writes back to the same bytes.
+            let copy: Vec<TensorOut<'_>> = st.iter().map(TensorOut::from).collect();
+            assert_eq!(to_bytes(&copy, st.metadata()).unwrap(), bytes);
+        }
+        assert_eq!(
+            to_bytes(&[], &no_meta()).unwrap(),
+            b"\x08\0\0\0\0\0\0\0{}      "
+        );
+        assert!(from_bytes(to_bytes(&[], &no_meta()).unwrap())
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn dtype_names_parse_and_sizes() {
+        for d in Dtype::ALL {
+            assert_eq!(d.name().parse::<Dtype>().unwrap(), d);
+            assert_eq!(d.to_string(), d.name());
+        }
+        assert_eq!(Dtype::BF16.size(), 2);
+        assert_eq!(Dtype::I64.size(), 8);
+        let e = "f32".parse::<Dtype>().unwrap_err().to_string();
+        assert!(e.contains("'f32'") && e.contains("BF16"), "{e}");
+    }
+
+    #[test]
+    fn f16_and_bf16_widen_exactly() {
+        let f16_cases: [(u16, u32); 14] = [
+            (0x3c00, 0x3f80_0000), // 1.0
+            (0xbc00, 0xbf80_0000), // -1.0
+            (0x0000, 0x0000_0000), // +0
+            (0x8000, 0x8000_0000), // -0
+            (0x3555, 0x3eaa_a000), // 0.333251953125
+            (0x7bff, 0x477f_e000), // 65504, max
+            (0x0400, 0x3880_0000), // 2^-14, min normal
+            (0x0001, 0x3380_0000), // 2^-24, min subnormal
+            (0x8001, 0xb380_0000), // -2^-24
+            (0x0200, 0x3800_0000), // 2^-15
+            (0x03ff, 0x387f_c000), // max subnormal 1023 * 2^-24
+            (0x7c00, 0x7f80_0000), // +inf
+            (0xfc00, 0xff80_0000), // -inf
+            (0x7e00, 0x7fc0_0000), // quiet NaN
+        ];
+        for (h, f) in f16_cases {
+            assert_eq!(f16_to_f32(h).to_bits(), f, "f16 {h:#06x}");
+        }
+        assert_eq!(
+            f16_to_f32(0x7c01).to_bits(),
+            0x7f80_2000,
+            "signaling NaN payload kept"
+        );
+        assert_eq!(f16_to_f32(0xfe00).to_bits(), 0xffc0_0000, "negative NaN");
+        // Every finite f16 agrees with arithmetic: sign * man * 2^(e - 25).
+        for h in 0..=u16::MAX {
+            let (e, m) = (i32::from((h >> 10) & 0x1f), f64::from(h & 0x3ff));
+            if e == 0x1f {
+                continue;
+            }
+            let mag = if e == 0 {
+                m * 2f64.powi(-24)
+            } else {
+                (m + 1024.0) * 2f64.powi(e - 25)
+            };
+            let want = if h & 0x8000 != 0 { -mag } else { mag };
+            assert_eq!(f64::from(f16_to_f32(h)), want, "f16 {h:#06x}");
+        }
+
+        let bf16_cases: [(u16, u32); 8] = [
+            (0x3f80, 0x3f80_0000), // 1.0
+            (0xc000, 0xc000_0000), // -2.0
+            (0x0001, 0x0001_0000), // min subnormal 2^-133
+            (0x8000, 0x8000_0000), // -0
+            (0x7f7f, 0x7f7f_0000), // max
+            (0x7f80, 0x7f80_0000), // inf
+            (0xff80, 0xff80_0000), // -inf
+            (0x7fc1, 0x7fc1_0000), // NaN with payload
+        ];
+        for (h, f) in bf16_cases {
+            assert_eq!(bf16_to_f32(h).to_bits(), f, "bf16 {h:#06x}");
+        }
+        assert_eq!(f64::from(bf16_to_f32(0x0001)), 2f64.powi(-133));
+
+        assert_eq!(
+            f32_to_f64(f32::from_bits(0x7f80_0001)).to_bits(),
+            0x7ff0_0000_2000_0000
+        );
+        assert_eq!(
+            f32_to_f64(f32::from_bits(0xffc0_0000)).to_bits(),
+            0xfff8_0000_0000_0000
+        );
+        assert_eq!(f32_to_f64(-1.5), -1.5);
+    }
+
+    #[test]
+    fn views_convert_floats_and_refuse_integers() {
+        let f16: Vec<u8> = [0x3c00u16, 0x0001, 0xfc00]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let bf16: Vec<u8> = [0x3f80u16, 0xc000]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let f32s: Vec<u8> = [1.5f32, -0.0]
+            .iter()
+            .flat_map(|x| x.to_le_bytes())
+            .collect();
+        let f64s: Vec<u8> = [1e300f64].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let i32s = [1u8, 0, 0, 0];
+        let bytes = to_bytes(
+            &[
+                TensorOut::new("h", Dtype::F16, &[3], &f16),
+                TensorOut::new("b", Dtype::BF16, &[2], &bf16),
+                TensorOut::new("s", Dtype::F32, &[2], &f32s),
+                TensorOut::new("d", Dtype::F64, &[1], &f64s),
+                TensorOut::new("i", Dtype::I32, &[1], &i32s),
+            ],
+            &no_meta(),
+        )
+        .unwrap();
+        let st = from_bytes(bytes).unwrap();
+        let get = |n| st.get(n).unwrap();
+        assert_eq!(
+            get("h").to_f32_vec().unwrap(),
+            [1.0, 2f32.powi(-24), f32::NEG_INFINITY]
+        );
+        assert_eq!(
+            get("h").to_f64_vec().unwrap(),
+            [1.0, 2f64.powi(-24), f64::NEG_INFINITY]
+        );
+        assert_eq!(get("b").to_f32_vec().unwrap(), [1.0, -2.0]);
+        assert_eq!(get("b").to_f64_vec().unwrap(), [1.0, -2.0]);
+        let s = get("s").to_f32_vec().unwrap();
+        assert_eq!((s[0], s[1].to_bits()), (1.5, 0x8000_0000));
+        assert_eq!(get("s").to_f64_vec().unwrap(), [1.5, -0.0]);
+        assert_eq!(get("d").to_f64_vec().unwrap(), [1e300]);
+        let e = get("d").to_f32_vec().unwrap_err().to_string();
+        assert!(e.contains("'d' is F64") && e.contains("to_f64_vec"), "{e}");
+        assert!(!get("i").is_float());
+        let e = get("i").to_f64_vec().unwrap_err().to_string();
+        assert!(e.contains("'i' is I32"), "{e}");
+        assert!(get("i").to_f32_vec().is_err());
+    }
+
+    #[test]
+    fn names_follow_data_offsets_not_json_order() {
+        let st = from_bytes(raw(
+            r#"{"z":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},
+                "a":{"dtype":"U8","shape":[2],"data_offsets":[1,3]},
+                "e":{"dtype":"U8","shape":[0],"data_offsets":[3,3]}}"#,
+            &[1, 2, 3],
+        ))
+        .unwrap();
+        assert_eq!(st.names(), ["z", "a", "e"]);
+        assert_eq!(st.get("a").unwrap().bytes, [2, 3]);
+        assert!(st.metadata().is_empty());
+    }
+
+    #[test]
+    fn refuses_short_files_and_bad_header_lengths() {
+        assert_refused(vec![], &["0 bytes", "fewer than the 8-byte"]);
+        assert_refused(vec![1, 0, 0], &["3 bytes", "fewer than the 8-byte"]);
+        let mut b = raw(r#"{}"#, &[]);
+        b[..8].copy_from_slice(&100u64.to_le_bytes());
+        assert_refused(b, &["header length 100 is beyond the end", "8 bytes after"]);
+        let mut b = raw(r#"{}"#, &[]);
+        b[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_refused(b, &["over the 100000000-byte limit"]);
+        // Truncated: a good file missing its last byte.
+        let x = [0u8; 4];
+        let good = to_bytes(&[TensorOut::new("x", Dtype::F32, &[1], &x)], &no_meta()).unwrap();
+        assert_refused(
+            good[..good.len() - 1].to_vec(),
+            &["'x'", "beyond the data section (3 bytes)"],
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("short.safetensors");
+        std::fs::write(&p, [0u8; 5]).unwrap();
+        let e = open(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("short.safetensors") && e.contains("5 bytes"),
+            "{e}"
+        );
+        std::fs::write(&p, []).unwrap();
+        assert!(open(&p).unwrap_err().to_string().contains("0 bytes"));
+        let e = open(&dir.path().join("missing")).unwrap_err().to_string();
+        assert!(e.contains("cannot read") && e.contains("missing"), "{e}");
+        assert!(open(dir.path())
+            .unwrap_err()
+            .to_string()
+            .contains("not a regular file"));
+        // Through the map: a good file missing its last byte.
+        std::fs::write(&p, &good[..good.len() - 1]).unwrap();
+        let e = open(&p).unwrap_err().to_string();
+        assert!(e.contains("short.safetensors: tensor 'x'"), "{e}");
+        assert!(e.contains("beyond the data section (3 bytes)"), "{e}");
+    }
+
+    #[test]
+    fn refuses_malformed_json() {
+        assert_refused(raw(r#"{"x": "#, &[]), &["not valid JSON"]);
+        assert_refused(raw("[1, 2]", &[]), &["not a JSON object"]);
+        let mut b = raw("{}", &[]);
+        b[9] = 0xff;
+        assert_refused(b, &["not UTF-8"]);
+        assert_refused(raw(r#"{"x": 3}"#, &[]), &["tensor 'x'", "not an object"]);
+        assert_refused(
+            raw(r#"{"x": {"dtype": "F32", "shape": [1]}}"#, &[0; 4]),
+            &["tensor 'x'", "no \"data_offsets\""],
+        );
+    }
+
+    #[test]
+    fn refuses_duplicate_keys() {
+        // serde_json alone would keep the second entry silently.
+        let h = r#"{"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},
+                    "x":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}"#;
+        assert!(
+            serde_json::from_str::<Value>(h)
+                .unwrap()
+                .as_object()
+                .unwrap()
+                .len()
+                == 1
+        );
+        assert_refused(raw(h, &[0, 0]), &["duplicate key 'x'", "tensor name"]);
+        let h = r#"{"x":{"dtype":"U8","dtype":"F32","shape":[1],"data_offsets":[0,1]}}"#;
+        assert_refused(raw(h, &[0]), &["duplicate key 'dtype'", "'x'"]);
+        let h = r#"{"__metadata__":{"a":"1","\u0061":"2"}}"#;
+        assert_refused(raw(h, &[]), &["duplicate key 'a'", "__metadata__"]);
+        // Keys inside strings and values are not keys.
+        let h = r#"{"__metadata__":{"a":"\"a\":","b":"{\"a\":1}"},
+                    "a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#;
+        assert_eq!(from_bytes(raw(h, &[9])).unwrap().metadata()["a"], "\"a\":");
+    }
+
+    #[test]
+    fn refuses_unknown_dtypes_and_bad_shapes_and_offsets() {
+        let one = |entry: &str, data: &[u8]| raw(&format!(r#"{{"t":{entry}}}"#), data);
+        assert_refused(
+            one(
+                r#"{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}"#,
+                &[0],
+            ),
+            &[
+                "tensor 't'",
+                "unknown dtype 'F8_E4M3'",
+                "supported: F32, F16, BF16, F64, U8",
+            ],
+        );
+        assert_refused(
+            one(r#"{"dtype":7,"shape":[1],"data_offsets":[0,1]}"#, &[0]),
+            &["dtype is a number"],
+        );
+        for shape in ["[-1]", "[1.5]", "\"2\"", "[[1]]", "null"] {
+            assert_refused(
+                one(
+                    &format!(r#"{{"dtype":"U8","shape":{shape},"data_offsets":[0,1]}}"#),
+                    &[0],
+                ),
+                &[
+                    "tensor 't'",
+                    "shape must be a list of non-negative integers",
+                ],
+            );
+        }
+        for off in ["[0]", "[0,1,2]", "[-1,1]", "[0,1.0]", "{}"] {
+            assert_refused(
+                one(
+                    &format!(r#"{{"dtype":"U8","shape":[1],"data_offsets":{off}}}"#),
+                    &[0],
+                ),
+                &[
+                    "tensor 't'",
+                    "data_offsets must be two non-negative integers",
+                ],
+            );
+        }
+        assert_refused(
+            one(
+                r#"{"dtype":"U8","shape":[0],"data_offsets":[2,1]}"#,
+                &[0, 0],
+            ),
+            &["data_offsets [2, 1] begin after they end"],
+        );
+        assert_refused(
+            one(
+                r#"{"dtype":"U8","shape":[99999999999,99999999999,99999999999],"data_offsets":[0,1]}"#,
+                &[0],
+            ),
+            &["too large"],
+        );
+    }
+
+    #[test]
+    fn refuses_size_mismatch_and_offsets_beyond_data() {
+        assert_refused(
+            raw(
+                r#"{"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,12]}}"#,
+                &[0; 12],
+            ),
+            &[
+                "tensor 'w'",
+                "size mismatch",
+                "[2, 2] of F32 needs 16 bytes",
+                "hold 12",
+            ],
+        );
+        assert_refused(
+            raw(
+                r#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+                &[0; 6],
+            ),
+            &["tensor 'w'", "[0, 8] end beyond the data section (6 bytes)"],
+        );
+    }
+
+    #[test]
+    fn refuses_overlaps_and_gaps() {
+        let two = |a: [usize; 2], b: [usize; 2], len: usize| {
+            raw(
+                &format!(
+                    r#"{{"a":{{"dtype":"U8","shape":[{}],"data_offsets":[{},{}]}},
+                        "b":{{"dtype":"U8","shape":[{}],"data_offsets":[{},{}]}}}}"#,
+                    a[1] - a[0],
+                    a[0],
+                    a[1],
+                    b[1] - b[0],
+                    b[0],
+                    b[1]
+                ),
+                &vec![0; len],
+            )
+        };
+        assert!(from_bytes(two([0, 2], [2, 4], 4)).is_ok());
+        assert_refused(
+            two([0, 3], [2, 4], 4),
+            &["overlap", "tensor 'b' [2, 4] overlaps tensor 'a' [0, 3]"],
+        );
+        assert_refused(
+            two([0, 2], [0, 2], 2),
+            &["overlap", "'a' [0, 2]", "'b' [0, 2]"],
+        );
+        assert_refused(
+            two([0, 1], [2, 4], 4),
+            &[
+                "gap",
+                "bytes [1, 2) belong to no tensor",
+                "before tensor 'b'",
+            ],
+        );
+        assert_refused(
+            two([1, 2], [2, 4], 4),
+            &["gap", "bytes [0, 1)", "before tensor 'a'"],
+        );
+        assert_refused(
+            two([0, 2], [2, 4], 6),
+            &["gap", "last 2 bytes [4, 6)", "trailing"],
+        );
+        assert_refused(raw("{}", &[1]), &["gap", "last 1 bytes [0, 1)"]);
+    }
+
+    #[test]
+    fn refuses_bad_metadata() {
+        assert_refused(
+            raw(r#"{"__metadata__":[1]}"#, &[]),
+            &["__metadata__ must be an object of strings, not an array"],
+        );
+        assert_refused(
+            raw(r#"{"__metadata__":{"ok":"1","n":2}}"#, &[]),
+            &["__metadata__ must be an object of strings; 'n' is a number"],
+        );
+        let st = from_bytes(raw(r#"{"__metadata__":{"k":"v"}}"#, &[])).unwrap();
+        assert_eq!(st.metadata()["k"], "v");
+        assert!(st.is_empty());
+    }
+
+    #[test]
+    fn write_checks_everything_first_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.safetensors");
+        let x = [0u8; 8];
+        let err = |tensors: &[TensorOut<'_>]| {
+            let e = write(&path, tensors, &no_meta()).unwrap_err();
+            assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+            assert!(!path.exists());
+            assert_eq!(
+                std::fs::read_dir(dir.path()).unwrap().count(),
+                0,
+                "no temporary left"
+            );
+            e.to_string()
+        };
+        let good = TensorOut::new("g", Dtype::U8, &[8], &x);
+        let e = err(&[good, TensorOut::new("w", Dtype::F32, &[3], &x)]);
+        assert!(
+            e.contains("tensor 'w': shape [3] of F32 needs 12 bytes, got 8"),
+            "{e}"
+        );
+        let e = err(&[TensorOut::new("w", Dtype::U8, &[usize::MAX, 2], &x)]);
+        assert!(e.contains("needs too many bytes"), "{e}");
+        let e = err(&[good, good]);
+        assert!(e.contains("'g' appears twice"), "{e}");
+        let e = err(&[TensorOut::new("__metadata__", Dtype::U8, &[8], &x)]);
+        assert!(e.contains("reserved"), "{e}");
+        let e = write(
+            &dir.path().join("no/such/dir/x.safetensors"),
+            &[good],
+            &no_meta(),
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::BadFile(_)), "{e:?}");
+    }
+}
