@@ -16,6 +16,10 @@ use std::process::ExitCode;
     version,
     about = "Bit-exact low-precision number formats: what FP8, FP6, FP4, BF16 and friends do to your numbers",
     after_help = "Examples:
+  lowprec report
+  lowprec report model.safetensors --scheme mxfp4 --scheme nvfp4 --scheme int4:group=128
+  lowprec quantize weights.npy --scheme mxfp4 -o deq.npy --scales scales.npy --packed packed.npy
+  lowprec quantize model.safetensors --scheme nvfp4 -o model.nvfp4.safetensors
   lowprec formats
   lowprec info fp8-e4m3
   lowprec encode fp8-e4m3 0.3 448 500 --rounding rtz
@@ -35,6 +39,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// What each scheme (FP8, MXFP4, NVFP4, INT4-g128, …) does to each tensor: the main job.
+    Report(cmd::report::Args),
+    /// Quantize a .npy array or a .safetensors model with a scheme; values, codes, scales out.
+    Quantize(cmd::quantize::Args),
+    /// Turn a .safetensors file written by `quantize` back into floats.
+    Dequantize(cmd::dequantize::Args),
     /// A short tour: the format table, then what rounding does to a few numbers.
     Tour,
     /// Table of every preset format: bits, layout, bias, range, epsilon, specials.
@@ -56,6 +66,9 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Report(a) => cmd::report::run(&a),
+        Command::Quantize(a) => cmd::quantize::run(&a),
+        Command::Dequantize(a) => cmd::dequantize::run(&a),
         Command::Tour => cmd::tour::run(),
         Command::Formats(a) => cmd::formats::run(&a),
         Command::Info(a) => cmd::info::run(&a),

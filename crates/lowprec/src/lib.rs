@@ -41,9 +41,11 @@ pub mod error;
 pub mod format;
 pub mod int;
 pub mod io;
+pub mod metrics;
 pub mod quant;
 pub mod reference;
 pub mod round;
+pub mod scheme;
 #[allow(unsafe_code)]
 pub mod simd;
 

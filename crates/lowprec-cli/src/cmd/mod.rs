@@ -2,9 +2,12 @@
 
 pub mod bench;
 pub mod decode;
+pub mod dequantize;
 pub mod encode;
 pub mod formats;
 pub mod info;
+pub mod quantize;
+pub mod report;
 pub mod round;
 pub mod tour;
 pub mod verify;

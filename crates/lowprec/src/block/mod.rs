@@ -95,3 +95,34 @@ pub(crate) fn rows_of(len: usize, row_len: usize) -> crate::Result<usize> {
     }
     Ok(len / row_len)
 }
+
+/// Run `f` over matching work items of the input and the three outputs (values, codes,
+/// scales): `unit` elements and `unit_blocks` scales per item, in parallel for long inputs.
+pub(crate) fn for_items<I: Sync, O: Send>(
+    x: &[I],
+    values: &mut [O],
+    codes: &mut [u8],
+    scales: &mut [u8],
+    unit: usize,
+    unit_blocks: usize,
+    f: impl Fn(&[I], &mut [O], &mut [u8], &mut [u8]) -> BlockStatus + Sync,
+) -> BlockStatus {
+    use rayon::prelude::*;
+    if x.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+        x.par_chunks(unit)
+            .zip(values.par_chunks_mut(unit))
+            .zip(
+                codes
+                    .par_chunks_mut(unit)
+                    .zip(scales.par_chunks_mut(unit_blocks)),
+            )
+            .map(|((x, v), (c, s))| f(x, v, c, s))
+            .reduce(BlockStatus::default, |a, b| a + b)
+    } else {
+        x.chunks(unit)
+            .zip(values.chunks_mut(unit))
+            .zip(codes.chunks_mut(unit).zip(scales.chunks_mut(unit_blocks)))
+            .map(|((x, v), (c, s))| f(x, v, c, s))
+            .fold(BlockStatus::default(), |a, b| a + b)
+    }
+}

@@ -32,7 +32,6 @@ use crate::format::pow2;
 use crate::round::types::Word;
 use crate::round::{Float, Overflow, RoundOptions, Rounder};
 use crate::FloatFormat;
-use rayon::prelude::*;
 use std::fmt;
 
 /// The element type of an MX block.
@@ -307,31 +306,47 @@ pub fn mx_quantize_into<I: Float, O: Float>(
     } else {
         row_len
     };
-    let work = |((xs, vs), (cs, ss)): ((&[I], &mut [O]), (&mut [u8], &mut [u8]))| {
-        ctx.rows(xs, seg, vs, cs, ss)
-    };
-    let items = x
-        .chunks(unit)
-        .zip(values.chunks_mut(unit))
-        .zip(codes.chunks_mut(unit).zip(scales.chunks_mut(unit_blocks)));
-    let st = if x.len() >= super::PARALLEL_MIN && rayon::current_num_threads() > 1 {
-        x.par_chunks(unit)
-            .zip(values.par_chunks_mut(unit))
-            .zip(
-                codes
-                    .par_chunks_mut(unit)
-                    .zip(scales.par_chunks_mut(unit_blocks)),
-            )
-            .map(work)
-            .reduce(BlockStatus::default, |a, b| a + b)
-    } else {
-        items.map(work).fold(BlockStatus::default(), |a, b| a + b)
-    };
+    let st = super::for_items(
+        x,
+        values,
+        codes,
+        scales,
+        unit,
+        unit_blocks,
+        |xs, vs, cs, ss| {
+            crate::simd::dispatch(Rows {
+                ctx: &ctx,
+                x: xs,
+                seg,
+                v: vs,
+                c: cs,
+                s: ss,
+            })
+        },
+    );
     Ok(st)
 }
 
 /// Elements per work item.
 const CHUNK: usize = 4096;
+
+/// One work item, compiled for the best instruction set ([`crate::simd`]).
+struct Rows<'a, I: Float, O: Float> {
+    ctx: &'a Ctx<I, O>,
+    x: &'a [I],
+    seg: usize,
+    v: &'a mut [O],
+    c: &'a mut [u8],
+    s: &'a mut [u8],
+}
+
+impl<I: Float, O: Float> crate::simd::Kernel for Rows<'_, I, O> {
+    type Output = BlockStatus;
+    #[inline(always)]
+    fn run(self) -> BlockStatus {
+        self.ctx.rows(self.x, self.seg, self.v, self.c, self.s)
+    }
+}
 
 /// The per-call constants of an MX conversion.
 struct Ctx<I: Float, O: Float> {
@@ -369,81 +384,94 @@ impl<I: Float, O: Float> Ctx<I, O> {
         }
     }
 
-    /// Convert whole rows of `seg` elements (blocks along each row, the last one partial).
+    /// Convert whole rows of `seg` elements (blocks along each row, the last one partial):
+    /// all block scales first, then one rounding call for every element of the work item,
+    /// then the values.
+    #[inline(always)]
     fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
         let b = self.opts.block;
-        let mut st = BlockStatus::default();
-        let mut scaled = [I::default(); CHUNK];
-        let mut k = 0; // scale index
+        let n = x.len();
+        let mut st = BlockStatus {
+            elements: n as u64,
+            ..BlockStatus::default()
+        };
+        let mut stack = [I::default(); CHUNK];
+        let mut heap = Vec::new();
+        let scaled: &mut [I] = if n <= CHUNK {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, I::default());
+            &mut heap
+        };
+        let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
+        // 1. block scales; scaled elements (float element types)
+        let mut k = 0;
         for (r, row) in x.chunks(seg).enumerate() {
-            let at = r * seg;
             for (j, blk) in row.chunks(b).enumerate() {
-                let i0 = at + j * b;
-                let n = blk.len();
-                let (vb, cb) = (&mut v[i0..i0 + n], &mut c[i0..i0 + n]);
-                st += self.block(blk, &mut scaled[..n], vb, cb, &mut s[k]);
+                let i0 = r * seg + j * b;
+                let amax_bits = blk
+                    .iter()
+                    .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
+                let amax = I::from_bits(amax_bits).to_f64();
+                let out = &mut scaled[i0..i0 + blk.len()];
+                if !amax.is_finite() {
+                    s[k] = 0xff;
+                    st.nan_blocks += 1;
+                    out.iter_mut().for_each(|y| *y = I::default());
+                } else {
+                    let (e, clamped) = shared_exponent(amax, &self.opts.element, self.opts.scale);
+                    st.scale_clamped += clamped as u64;
+                    s[k] = (e + 127) as u8;
+                    if self.rounder.is_some() {
+                        let inv = I::from_f64(pow2(-e));
+                        out.iter_mut().zip(blk).for_each(|(y, &v)| *y = v.mul(inv));
+                    }
+                }
                 k += 1;
             }
         }
-        st
-    }
-
-    /// One block.
-    #[inline]
-    fn block(
-        &self,
-        x: &[I],
-        scaled: &mut [I],
-        v: &mut [O],
-        c: &mut [u8],
-        s: &mut u8,
-    ) -> BlockStatus {
-        let mut st = BlockStatus {
-            elements: x.len() as u64,
-            blocks: 1,
-            ..BlockStatus::default()
-        };
-        let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
-        let amax_bits = x
-            .iter()
-            .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
-        let amax = I::from_bits(amax_bits).to_f64();
-        if !amax.is_finite() {
-            *s = 0xff;
-            st.nan_blocks = 1;
-            v.iter_mut().for_each(|v| *v = O::from_f64(f64::NAN));
-            c.iter_mut().for_each(|c| *c = self.nan_code);
-            return st;
-        }
-        let (e, clamped) = shared_exponent(amax, &self.opts.element, self.opts.scale);
-        st.scale_clamped = clamped as u64;
-        *s = (e + 127) as u8;
-        let x_scale = O::from_f64(pow2(e));
+        st.blocks = k as u64;
+        // 2. element codes
         match &self.rounder {
-            Some(r) => {
-                let inv = I::from_f64(pow2(-e));
-                scaled.iter_mut().zip(x).for_each(|(y, &v)| *y = v.mul(inv));
-                let rs = r.encode(scaled, c, 0);
-                st.saturated = rs.saturated;
-                st.flushed = x
-                    .iter()
-                    .zip(c.iter())
-                    .filter(|(x, &c)| c & self.mag_mask == 0 && x.to_f64() != 0.0)
-                    .count() as u64;
-                v.iter_mut()
-                    .zip(c.iter())
-                    .for_each(|(v, &c)| *v = self.table[c as usize].mul(x_scale));
-            }
+            Some(r) => st.saturated = r.encode(scaled, c, 0).saturated,
             None => {
-                let up = pow2(6 - e);
-                for ((v, c), &xi) in v.iter_mut().zip(c.iter_mut()).zip(x) {
-                    let q = (xi.to_f64() * up).round_ties_even();
-                    let k = q.clamp(-128.0, 127.0);
-                    st.saturated += (k != q) as u64;
-                    st.flushed += (k == 0.0 && xi.to_f64() != 0.0) as u64;
-                    *c = k as i8 as u8;
-                    *v = self.table[*c as usize].mul(x_scale);
+                let mut k = 0;
+                for (r, row) in x.chunks(seg).enumerate() {
+                    for (j, blk) in row.chunks(b).enumerate() {
+                        let i0 = r * seg + j * b;
+                        let up = pow2(6 - (s[k] as i32 - 127));
+                        for (cc, &xi) in c[i0..i0 + blk.len()].iter_mut().zip(blk) {
+                            let q = (xi.to_f64() * up).round_ties_even();
+                            let kq = q.clamp(-128.0, 127.0);
+                            st.saturated += (kq != q) as u64;
+                            *cc = kq as i8 as u8;
+                        }
+                        k += 1;
+                    }
                 }
+            }
+        }
+        // 3. values; NaN blocks
+        let mut k = 0;
+        for (r, row) in x.chunks(seg).enumerate() {
+            for (j, blk) in row.chunks(b).enumerate() {
+                let i0 = r * seg + j * b;
+                let (vb, cb) = (&mut v[i0..i0 + blk.len()], &mut c[i0..i0 + blk.len()]);
+                if s[k] == 0xff {
+                    vb.iter_mut().for_each(|v| *v = O::from_f64(f64::NAN));
+                    cb.iter_mut().for_each(|c| *c = self.nan_code);
+                } else {
+                    let xs = O::from_f64(pow2(s[k] as i32 - 127));
+                    vb.iter_mut()
+                        .zip(cb.iter())
+                        .for_each(|(v, &c)| *v = self.table[c as usize].mul(xs));
+                    st.flushed += blk
+                        .iter()
+                        .zip(cb.iter())
+                        .filter(|(x, &c)| c & self.mag_mask == 0 && x.to_f64() != 0.0)
+                        .count() as u64;
+                }
+                k += 1;
             }
         }
         st

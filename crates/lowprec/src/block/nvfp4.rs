@@ -176,26 +176,15 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
         let k = (CHUNK / row_len).max(1);
         (k * row_len, k * nb)
     };
-    let work = |((xs, vs), (cs, ss)): ((&[I], &mut [O]), (&mut [u8], &mut [u8]))| {
-        ctx.rows(xs, seg, vs, cs, ss)
-    };
-    let inner = if x.len() >= super::PARALLEL_MIN && rayon::current_num_threads() > 1 {
-        x.par_chunks(unit)
-            .zip(values.par_chunks_mut(unit))
-            .zip(
-                codes
-                    .par_chunks_mut(unit)
-                    .zip(scales.par_chunks_mut(unit_blocks)),
-            )
-            .map(work)
-            .reduce(BlockStatus::default, |a, b| a + b)
-    } else {
-        x.chunks(unit)
-            .zip(values.chunks_mut(unit))
-            .zip(codes.chunks_mut(unit).zip(scales.chunks_mut(unit_blocks)))
-            .map(work)
-            .fold(BlockStatus::default(), |a, b| a + b)
-    };
+    let inner = super::for_items(
+        x,
+        values,
+        codes,
+        scales,
+        unit,
+        unit_blocks,
+        |xs, vs, cs, ss| ctx.rows(xs, seg, vs, cs, ss),
+    );
     st.saturated = inner.saturated;
     st.flushed = inner.flushed;
     Ok((g, st))

@@ -62,7 +62,10 @@ pub fn pack(codes: &[u8], bits: u32) -> Result<Vec<u8>> {
             *o = c[0] | c.get(1).map_or(0, |h| h << 4);
         }),
         2 => out.iter_mut().zip(codes.chunks(4)).for_each(|(o, c)| {
-            *o = c.iter().enumerate().fold(0, |a, (i, &v)| a | (v << (2 * i)));
+            *o = c
+                .iter()
+                .enumerate()
+                .fold(0, |a, (i, &v)| a | (v << (2 * i)));
         }),
         _ => out.chunks_mut(3).zip(codes.chunks(4)).for_each(|(o, c)| {
             let w = c
@@ -116,7 +119,11 @@ mod tests {
                 let codes: Vec<u8> = (0..n).map(|i| all[(i * 7 + 3) % all.len()]).collect();
                 let p = pack(&codes, bits).unwrap();
                 assert_eq!(p.len(), packed_len(n, bits));
-                assert_eq!(unpack(&p, bits, n).unwrap(), codes, "{bits} bits, {n} codes");
+                assert_eq!(
+                    unpack(&p, bits, n).unwrap(),
+                    codes,
+                    "{bits} bits, {n} codes"
+                );
             }
         }
     }

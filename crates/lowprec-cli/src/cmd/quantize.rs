@@ -1,0 +1,372 @@
+//! `lowprec quantize`: a `.npy` array or every weight of a `.safetensors` file through a
+//! scheme; dequantized values, codes, scales and packed bytes out.
+
+use super::{check_output, read_npy};
+use anyhow::{bail, Context, Result};
+use lowprec::block::pack::{pack, packed_len};
+use lowprec::io::npy::{self, Array, Data};
+use lowprec::io::safetensors::{self as st, Dtype, TensorOut};
+use lowprec::metrics::ErrorStats;
+use lowprec::scheme::{Quantized, Scales, Scheme};
+use lowprec::{Float, FloatFormat, RoundOptions};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Arguments of `lowprec quantize`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Input: a `.npy` array (float16/bfloat16/float32/float64, blocks along the last axis)
+    /// or a `.safetensors` file (every floating tensor of at least 2 dimensions).
+    pub input: PathBuf,
+    /// The scheme: mx:ELEM[:block=N][:scale=floor|ceil|even|rceil][:pad], mxfp8, mxfp6,
+    /// mxfp4, mxint8, nvfp4[:convention=seed|torchao], tensor:FORMAT, cast:FORMAT, FORMAT,
+    /// intB[:asym|:full][:channel|:group=G][:clip=R|:clip=mse].
+    #[arg(long, short = 's')]
+    pub scheme: String,
+    /// Output: dequantized values in the input's dtype (`.npy`), or the quantized model
+    /// (`.safetensors`: packed codes and scales, see the README).
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// `.npy` input: write the scales (uint8 E8M0/E4M3 codes per block for MX/NVFP4, shape =
+    /// input shape with the last axis divided by the block size; float64 for tensor and
+    /// integer scales).
+    #[arg(long)]
+    pub scales: Option<PathBuf>,
+    /// `.npy` input: write the element codes unpacked (uint8, or uint16 above 8 bits), same
+    /// shape as the input.
+    #[arg(long)]
+    pub codes: Option<PathBuf>,
+    /// `.npy` input: write the codes packed row by row (README layouts) as a uint8 `.npy`
+    /// (shape: input shape with the last axis replaced by the packed row length), or raw
+    /// bytes for any other extension.
+    #[arg(long)]
+    pub packed: Option<PathBuf>,
+}
+
+/// A floating input tensor, as binary32 or binary64.
+pub enum Values {
+    /// float16, bfloat16 and float32 inputs (widened exactly).
+    F32(Vec<f32>),
+    /// float64 inputs.
+    F64(Vec<f64>),
+}
+
+/// float16 / bfloat16 bits to binary32, exactly.
+pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
+    if bf16 {
+        bits.iter()
+            .map(|&b| f32::from_bits((b as u32) << 16))
+            .collect()
+    } else {
+        lowprec::decode_vec(&FloatFormat::FP16, bits).expect("fp16 codes fit")
+    }
+}
+
+/// Values in a 16-bit dtype (RNE), as bits.
+fn narrow16(v: &[f32], fmt: &FloatFormat) -> Result<Vec<u16>> {
+    Ok(lowprec::encode_vec(fmt, v, &RoundOptions::default())?.0)
+}
+
+/// One line of what happened.
+pub fn summary<I: Float>(scheme: &Scheme, x: &[I], q: &Quantized<I>, row_len: usize) -> String {
+    let e = ErrorStats::of(&q.values, x);
+    format!(
+        "{scheme}: {:.3} bits/element, SQNR {:.2} dB, rel. error {:.3e}, max abs error {:.3e}, saturated {}, flushed {}, NaN {}{}",
+        scheme.bits_per_element(x.len(), row_len),
+        e.sqnr_db(),
+        e.rel_error(),
+        e.max_abs,
+        q.saturated,
+        q.flushed,
+        q.nan,
+        q.tensor_scale.map_or(String::new(), |g| format!(", tensor scale {g:e}"))
+    )
+}
+
+fn scale_shape(shape: &[usize], per_row: usize, scales: &Scales) -> Vec<usize> {
+    match scales {
+        Scales::Codes(_) => {
+            let mut s = shape.to_vec();
+            if let Some(l) = s.last_mut() {
+                *l = per_row;
+            }
+            s
+        }
+        Scales::Values(v) => vec![v.len()],
+        Scales::None => vec![0],
+    }
+}
+
+/// Packed rows (2/4/6/8-bit codes) or little-endian 16-bit codes, with the packed row length.
+pub fn packed_rows(codes: &[u16], bits: u32, row_len: usize) -> Result<(Vec<u8>, usize)> {
+    match bits {
+        2 | 4 | 6 | 8 => {
+            let per = packed_len(row_len, bits);
+            let mut out = Vec::with_capacity(per * codes.len() / row_len.max(1));
+            for row in codes.chunks(row_len.max(1)) {
+                let b: Vec<u8> = row.iter().map(|&c| c as u8).collect();
+                out.extend(pack(&b, bits)?);
+            }
+            Ok((out, per))
+        }
+        9..=16 => Ok((
+            codes.iter().flat_map(|c| c.to_le_bytes()).collect(),
+            2 * row_len,
+        )),
+        b => bail!("packing is defined for 2, 4, 6, 8 and 9-16-bit codes, not {b}-bit"),
+    }
+}
+
+fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
+    let arr = read_npy(&a.input)?;
+    let row_len = arr.shape.last().copied().unwrap_or(1).max(1);
+    if arr.data.is_empty() {
+        bail!("{}: the array is empty", a.input.display());
+    }
+    macro_rules! go {
+        ($x:expr, $wrap:expr) => {{
+            let x = $x;
+            let q = scheme
+                .apply(&x, row_len)
+                .with_context(|| format!("quantizing {}", a.input.display()))?;
+            eprintln!(
+                "{}: {}",
+                a.input.display(),
+                summary(scheme, &x, &q, row_len)
+            );
+            let data = $wrap(&q.values)?;
+            (q.codes, q.code_bits, q.scales, q.scales_per_row, data)
+        }};
+    }
+    let (codes, bits, scales, per_row, data) = match &arr.data {
+        Data::F32(x) => go!(x.clone(), |v: &Vec<f32>| -> Result<Data> {
+            Ok(Data::F32(v.clone()))
+        }),
+        Data::F64(x) => go!(x.clone(), |v: &Vec<f64>| -> Result<Data> {
+            Ok(Data::F64(v.clone()))
+        }),
+        Data::F16(h) => go!(widen16(h, false), |v: &Vec<f32>| -> Result<Data> {
+            Ok(Data::F16(narrow16(v, &FloatFormat::FP16)?))
+        }),
+        Data::BF16(h) => go!(widen16(h, true), |v: &Vec<f32>| -> Result<Data> {
+            Ok(Data::BF16(narrow16(v, &FloatFormat::BF16)?))
+        }),
+        d => bail!(
+            "{}: quantize takes float16/bfloat16/float32/float64 arrays, not {}",
+            a.input.display(),
+            d.dtype_name()
+        ),
+    };
+    // every output is produced before any is written
+    let mut outs: Vec<(PathBuf, Array)> = vec![(
+        a.output.clone(),
+        Array {
+            shape: arr.shape.clone(),
+            data,
+        },
+    )];
+    if let Some(p) = &a.scales {
+        let data = match &scales {
+            Scales::Codes(c) => Data::U8(c.clone()),
+            Scales::Values(v) => Data::F64(v.clone()),
+            Scales::None => bail!("the scheme {scheme} has no scales (it is a plain cast)"),
+        };
+        outs.push((
+            p.clone(),
+            Array {
+                shape: scale_shape(&arr.shape, per_row, &scales),
+                data,
+            },
+        ));
+    }
+    if let Some(p) = &a.codes {
+        if codes.is_empty() {
+            bail!("{scheme} codes are wider than 16 bits; --codes is not available");
+        }
+        let data = if bits <= 8 {
+            Data::U8(codes.iter().map(|&c| c as u8).collect())
+        } else {
+            Data::U16(codes.clone())
+        };
+        outs.push((
+            p.clone(),
+            Array {
+                shape: arr.shape.clone(),
+                data,
+            },
+        ));
+    }
+    let mut raw: Option<(PathBuf, Vec<u8>)> = None;
+    if let Some(p) = &a.packed {
+        let (bytes, per) = packed_rows(&codes, bits, row_len)?;
+        if p.extension().and_then(|e| e.to_str()) == Some("npy") {
+            let mut shape = arr.shape.clone();
+            match shape.last_mut() {
+                Some(l) => *l = per,
+                None => shape.push(per),
+            }
+            outs.push((
+                p.clone(),
+                Array {
+                    shape,
+                    data: Data::U8(bytes),
+                },
+            ));
+        } else {
+            raw = Some((p.clone(), bytes));
+        }
+    }
+    for (p, _) in &outs {
+        check_output(&a.input, p)?;
+    }
+    for (p, arr) in &outs {
+        npy::write(p, arr)?;
+    }
+    if let Some((p, bytes)) = raw {
+        check_output(&a.input, &p)?;
+        lowprec::io::write_atomic(&p, |w| w.write_all(&bytes))?;
+    }
+    Ok(())
+}
+
+/// The metadata key naming the scheme of a quantized `.safetensors` file.
+pub const META_SCHEME: &str = "lowprec.scheme";
+/// The metadata key prefix of each quantized tensor's record.
+pub const META_TENSOR: &str = "lowprec.tensor.";
+
+fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
+    let file = st::open(&a.input)?;
+    let mut meta: BTreeMap<String, String> = file.metadata().clone();
+    meta.insert(META_SCHEME.into(), scheme.to_string());
+    meta.insert("lowprec.version".into(), env!("CARGO_PKG_VERSION").into());
+    // owned outputs, in input order
+    let mut owned: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
+    let mut count = 0;
+    for t in file.iter() {
+        if !(t.is_float() && t.shape.len() >= 2 && !t.is_empty()) {
+            owned.push((
+                t.name.to_string(),
+                t.dtype,
+                t.shape.to_vec(),
+                t.bytes.to_vec(),
+            ));
+            continue;
+        }
+        let row_len = *t.shape.last().expect("2-D");
+        let (codes, bits, scales, per_row, zeros, g) = if t.dtype == Dtype::F64 {
+            let x = t.to_f64_vec()?;
+            let q = scheme
+                .apply(&x, row_len)
+                .with_context(|| format!("quantizing {}", t.name))?;
+            eprintln!("{}: {}", t.name, summary(scheme, &x, &q, row_len));
+            (
+                q.codes,
+                q.code_bits,
+                q.scales,
+                q.scales_per_row,
+                q.zeros,
+                q.tensor_scale,
+            )
+        } else {
+            let x = t.to_f32_vec()?;
+            let q = scheme
+                .apply(&x, row_len)
+                .with_context(|| format!("quantizing {}", t.name))?;
+            eprintln!("{}: {}", t.name, summary(scheme, &x, &q, row_len));
+            (
+                q.codes,
+                q.code_bits,
+                q.scales,
+                q.scales_per_row,
+                q.zeros,
+                q.tensor_scale,
+            )
+        };
+        if codes.is_empty() {
+            bail!("{scheme} codes are wider than 16 bits; use a scheme of at most 16 bits");
+        }
+        let (bytes, per) = packed_rows(&codes, bits, row_len)?;
+        let mut shape = t.shape.to_vec();
+        *shape.last_mut().expect("2-D") = per;
+        owned.push((t.name.to_string(), Dtype::U8, shape, bytes));
+        match &scales {
+            Scales::Codes(c) => owned.push((
+                format!("{}.scales", t.name),
+                Dtype::U8,
+                scale_shape(t.shape, per_row, &scales),
+                c.clone(),
+            )),
+            Scales::Values(v) => owned.push((
+                format!("{}.scales", t.name),
+                Dtype::F64,
+                vec![v.len()],
+                v.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            )),
+            Scales::None => {}
+        }
+        if let Some(z) = &zeros {
+            owned.push((
+                format!("{}.zeros", t.name),
+                Dtype::F64,
+                vec![z.len()],
+                z.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            ));
+        }
+        if let Some(g) = g {
+            owned.push((
+                format!("{}.tensor_scale", t.name),
+                Dtype::F32,
+                vec![1],
+                g.to_le_bytes().to_vec(),
+            ));
+        }
+        meta.insert(
+            format!("{META_TENSOR}{}", t.name),
+            serde_json::json!({"dtype": t.dtype.name(), "shape": t.shape, "code_bits": bits})
+                .to_string(),
+        );
+        count += 1;
+    }
+    if count == 0 {
+        bail!(
+            "{}: no floating tensor of at least 2 dimensions to quantize",
+            a.input.display()
+        );
+    }
+    let outs: Vec<TensorOut> = owned
+        .iter()
+        .map(|(n, d, s, b)| TensorOut::new(n, *d, s, b))
+        .collect();
+    st::write(&a.output, &outs, &meta)?;
+    eprintln!(
+        "{} -> {}: {count} tensors quantized with {scheme}, {} copied",
+        a.input.display(),
+        a.output.display(),
+        file.len() - count
+    );
+    Ok(())
+}
+
+/// Whether a path names a `.safetensors` file.
+pub fn is_safetensors(p: &Path) -> bool {
+    p.extension().and_then(|e| e.to_str()) == Some("safetensors")
+}
+
+/// Run `lowprec quantize`.
+pub fn run(a: &Args) -> Result<ExitCode> {
+    let scheme = Scheme::parse(&a.scheme)?;
+    check_output(&a.input, &a.output)?;
+    if is_safetensors(&a.input) {
+        if a.scales.is_some() || a.codes.is_some() || a.packed.is_some() {
+            bail!("--scales, --codes and --packed are for .npy inputs; a .safetensors output holds them");
+        }
+        if !is_safetensors(&a.output) {
+            bail!("a .safetensors input needs a .safetensors output (-o OUT.safetensors)");
+        }
+        run_safetensors(a, &scheme)?;
+    } else {
+        run_npy(a, &scheme)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,142 @@
+//! Error metrics between an approximation and the exact values (seed §7), in binary64.
+//!
+//! ```
+//! use lowprec::metrics::{rel_error, sqnr_db};
+//! let exact = [3.0, 4.0];
+//! assert_eq!(rel_error(&[3.0, 4.0], &exact), 0.0);
+//! assert!((rel_error(&[3.0, 3.5], &exact) - 0.1).abs() < 1e-15);
+//! assert!((sqnr_db(&[3.0, 3.5], &exact) - 20.0).abs() < 1e-12);
+//! ```
+
+/// `‖approx − exact‖₂ / ‖exact‖₂`; `inf` when `exact` is all zero (and `approx` is not), 0
+/// when both are.
+pub fn rel_error(approx: &[f64], exact: &[f64]) -> f64 {
+    let (num, den) = sums(approx, exact);
+    if den == 0.0 {
+        if num == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        }
+    } else {
+        (num / den).sqrt()
+    }
+}
+
+/// Signal-to-quantization-noise ratio `20 · log10(‖exact‖ / ‖approx − exact‖)` in dB;
+/// `inf` for an exact approximation. About 6 dB per bit.
+pub fn sqnr_db(approx: &[f64], exact: &[f64]) -> f64 {
+    let r = rel_error(approx, exact);
+    if r == 0.0 {
+        f64::INFINITY
+    } else {
+        -20.0 * r.log10()
+    }
+}
+
+/// `max |approx − exact|` (NaN if any difference is NaN).
+pub fn max_abs_error(approx: &[f64], exact: &[f64]) -> f64 {
+    approx
+        .iter()
+        .zip(exact)
+        .map(|(a, e)| (a - e).abs())
+        .fold(0.0, |m, d| if d > m || d.is_nan() { d } else { m })
+}
+
+/// `(Σ (a − e)², Σ e²)`, scaled so that neither overflows nor underflows for any finite
+/// input (both sums are taken relative to the largest `|e|` and `|a − e|`).
+fn sums(approx: &[f64], exact: &[f64]) -> (f64, f64) {
+    let de = exact.iter().fold(0f64, |m, e| m.max(e.abs()));
+    let dd = approx
+        .iter()
+        .zip(exact)
+        .fold(0f64, |m, (a, e)| m.max((a - e).abs()));
+    if dd.is_nan() || de.is_nan() {
+        return (f64::NAN, 1.0);
+    }
+    let s = de.max(dd);
+    if s == 0.0 || s.is_infinite() {
+        return (
+            if dd == 0.0 { 0.0 } else { f64::INFINITY },
+            if de == 0.0 { 0.0 } else { 1.0 },
+        );
+    }
+    let (mut num, mut den) = (0.0, 0.0);
+    for (a, e) in approx.iter().zip(exact) {
+        let d = (a - e) / s;
+        let f = e / s;
+        num += d * d;
+        den += f * f;
+    }
+    (num, den)
+}
+
+/// Error statistics of an approximation, accumulated in binary64 (for the report).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct ErrorStats {
+    /// Elements compared.
+    pub n: u64,
+    /// `Σ (approx − exact)²` over elements where both are finite.
+    pub sse: f64,
+    /// `Σ exact²` over the same elements.
+    pub energy: f64,
+    /// `max |approx − exact|` over the same elements.
+    pub max_abs: f64,
+}
+
+impl ErrorStats {
+    /// The statistics of one tensor (computed in parallel chunks).
+    pub fn of<I: crate::Float>(approx: &[I], exact: &[I]) -> Self {
+        use rayon::prelude::*;
+        approx
+            .par_chunks(1 << 16)
+            .zip(exact.par_chunks(1 << 16))
+            .map(|(a, e)| {
+                let mut s = ErrorStats::default();
+                for (a, e) in a.iter().zip(e) {
+                    let (a, e) = (a.to_f64(), e.to_f64());
+                    let d = a - e;
+                    if d.is_finite() {
+                        s.n += 1;
+                        s.sse += d * d;
+                        s.energy += e * e;
+                        s.max_abs = s.max_abs.max(d.abs());
+                    }
+                }
+                s
+            })
+            .reduce(ErrorStats::default, |a, b| a.merge(&b))
+    }
+
+    /// Combine two sets of statistics (as if over the concatenation).
+    pub fn merge(&self, o: &ErrorStats) -> ErrorStats {
+        ErrorStats {
+            n: self.n + o.n,
+            sse: self.sse + o.sse,
+            energy: self.energy + o.energy,
+            max_abs: self.max_abs.max(o.max_abs),
+        }
+    }
+
+    /// `sqrt(sse / energy)`.
+    pub fn rel_error(&self) -> f64 {
+        if self.energy == 0.0 {
+            if self.sse == 0.0 {
+                0.0
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            (self.sse / self.energy).sqrt()
+        }
+    }
+
+    /// `10 · log10(energy / sse)` dB.
+    pub fn sqnr_db(&self) -> f64 {
+        if self.sse == 0.0 {
+            f64::INFINITY
+        } else {
+            10.0 * (self.energy / self.sse).log10()
+        }
+    }
+}
