@@ -126,3 +126,33 @@ pub(crate) fn for_items<I: Sync, O: Send>(
             .fold(BlockStatus::default(), |a, b| a + b)
     }
 }
+
+/// The largest magnitude bits of `x` (a NaN's bits if any element is NaN).
+#[inline(always)]
+fn max_abs_bits<I: crate::Float>(x: &[I]) -> I::Bits {
+    use crate::round::types::Word;
+    let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
+    x.iter()
+        .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs))
+}
+
+/// The largest magnitude of a short slice (NaN or Inf if any element is one).
+#[inline(always)]
+pub(crate) fn max_abs_serial<I: crate::Float>(x: &[I]) -> f64 {
+    I::from_bits(max_abs_bits(x)).to_f64()
+}
+
+/// The largest magnitude of `x` (NaN or Inf if any element is one), from the bits, in
+/// parallel for long inputs.
+pub(crate) fn max_abs<I: crate::Float>(x: &[I]) -> f64 {
+    use crate::round::types::Word;
+    use rayon::prelude::*;
+    let m = if x.len() >= PARALLEL_MIN {
+        x.par_chunks(1 << 14)
+            .map(max_abs_bits)
+            .reduce(|| <I::Bits as Word>::ZERO, |a, b| a.max(b))
+    } else {
+        max_abs_bits(x)
+    };
+    I::from_bits(m).to_f64()
+}

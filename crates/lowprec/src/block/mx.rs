@@ -344,7 +344,11 @@ impl<I: Float, O: Float> crate::simd::Kernel for Rows<'_, I, O> {
     type Output = BlockStatus;
     #[inline(always)]
     fn run(self) -> BlockStatus {
-        self.ctx.rows(self.x, self.seg, self.v, self.c, self.s)
+        if self.seg == self.ctx.opts.block && self.ctx.rounder.is_some() {
+            self.ctx.rows_exact(self.x, self.v, self.c, self.s)
+        } else {
+            self.ctx.rows(self.x, self.seg, self.v, self.c, self.s)
+        }
     }
 }
 
@@ -382,6 +386,121 @@ impl<I: Float, O: Float> Ctx<I, O> {
             nan_code,
             mag_mask,
         }
+    }
+
+    /// The shared exponent of a block whose largest magnitude has the (finite) bits
+    /// `amax_bits`: integer operations on the exponent field for the floor, ceil and even
+    /// rules (identical to [`shared_exponent`], which the rceil rule uses).
+    #[inline(always)]
+    fn exponent_of_bits(&self, amax_bits: I::Bits) -> (i32, bool) {
+        let m = I::MANT as u64;
+        let bits = amax_bits.to_u64();
+        let field = (bits >> m) as i32;
+        let e = match self.opts.scale {
+            ScaleRule::Floor => field,
+            ScaleRule::Ceil => field + (bits & ((1u64 << m) - 1) != 0) as i32,
+            ScaleRule::Even => {
+                let half = 1u64 << (m - self.opts.element.man_bits() as u64 - 1);
+                ((bits + half) >> m) as i32
+            }
+            ScaleRule::Rceil => {
+                return shared_exponent(I::from_bits(amax_bits).to_f64(), &self.opts.element, self.opts.scale)
+            }
+        };
+        if field == 0 {
+            // zero or subnormal: the exponent is far below E8M0's range for binary32 and
+            // binary64 alike, except a binary64 subnormal never reaches it either
+            return (-127, bits != 0 && I::MANT == 23 && false);
+        }
+        let s = e - I::BIAS as i32 - self.opts.element.emax();
+        (s.clamp(-127, 127), !(-127..=127).contains(&s))
+    }
+
+    /// Whole blocks only, float elements: the common case, without per-block slicing, with
+    /// the block size a constant for the usual 32 (and 16) so that block loops unroll.
+    #[inline(always)]
+    fn rows_exact(&self, x: &[I], v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+        match self.opts.block {
+            32 => self.rows_exact_b::<32>(x, v, c, s),
+            16 => self.rows_exact_b::<16>(x, v, c, s),
+            _ => self.rows_exact_b::<0>(x, v, c, s),
+        }
+    }
+
+    #[inline(always)]
+    fn rows_exact_b<const B: usize>(&self, x: &[I], v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+        let b = if B == 0 { self.opts.block } else { B };
+        let n = x.len();
+        let nb = n / b;
+        let mut st = BlockStatus {
+            elements: n as u64,
+            blocks: nb as u64,
+            ..BlockStatus::default()
+        };
+        let mut stack = [I::default(); 2 * CHUNK];
+        let mut heap = Vec::new();
+        let buf: &mut [I] = if n <= CHUNK {
+            &mut stack[..2 * n]
+        } else {
+            heap.resize(2 * n, I::default());
+            &mut heap
+        };
+        let (scaled, rv) = buf.split_at_mut(n);
+        let mut xs = [O::default(); CHUNK];
+        let mut xs_heap = Vec::new();
+        let xs: &mut [O] = if nb <= CHUNK {
+            &mut xs[..nb]
+        } else {
+            xs_heap.resize(nb, O::default());
+            &mut xs_heap
+        };
+        let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
+        let inf_bits = <I::Bits as Word>::from_u64(((2 * I::BIAS as u64) + 1) << I::MANT);
+        // 1. scales and scaled elements
+        for (k, (xb, yb)) in x.chunks_exact(b).zip(scaled.chunks_exact_mut(b)).enumerate() {
+            let amax_bits = xb
+                .iter()
+                .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
+            if amax_bits < inf_bits {
+                let (e, clamped) = self.exponent_of_bits(amax_bits);
+                st.scale_clamped += clamped as u64;
+                s[k] = (e + 127) as u8;
+                xs[k] = pow2_as::<O>(e);
+                let inv = pow2_as::<I>(-e);
+                yb.iter_mut().zip(xb).for_each(|(y, &v)| *y = v.mul(inv));
+            } else {
+                s[k] = 0xff;
+                xs[k] = O::from_f64(f64::NAN);
+                yb.iter_mut().for_each(|y| *y = I::default());
+                st.nan_blocks += 1;
+            }
+        }
+        // 2. codes and rounded scaled values
+        let r = self.rounder.as_ref().expect("float element");
+        st.saturated = r.encode(scaled, c, 0).saturated;
+        r.round(scaled, rv, 0).expect("MX element values fit the input type");
+        // 3. values (NaN blocks: NaN · anything)
+        for ((vb, rb), &f) in v.chunks_exact_mut(b).zip(rv.chunks_exact(b)).zip(xs.iter()) {
+            vb.iter_mut()
+                .zip(rb)
+                .for_each(|(v, &q)| *v = O::from_f64(q.to_f64()).mul(f));
+        }
+        // 4. flushed; NaN blocks' codes
+        st.flushed = x
+            .iter()
+            .zip(c.iter())
+            .filter(|(x, &c)| c & self.mag_mask == 0 && x.to_f64() != 0.0)
+            .count() as u64;
+        if st.nan_blocks > 0 {
+            for (k, cb) in c.chunks_exact_mut(b).enumerate() {
+                if s[k] == 0xff {
+                    // their elements were counted as flushed above
+                    st.flushed -= x[k * b..(k + 1) * b].iter().filter(|x| x.to_f64() != 0.0).count() as u64;
+                    cb.iter_mut().for_each(|c| *c = self.nan_code);
+                }
+            }
+        }
+        st
     }
 
     /// Convert whole rows of `seg` elements (blocks along each row, the last one partial):
@@ -431,27 +550,60 @@ impl<I: Float, O: Float> Ctx<I, O> {
             }
         }
         st.blocks = k as u64;
-        // 2. element codes
+        // 2. element codes and values (a float element's rounded value, times the scale)
         match &self.rounder {
-            Some(r) => st.saturated = r.encode(scaled, c, 0).saturated,
+            Some(r) => {
+                let mut rv_stack = [I::default(); CHUNK];
+                let mut rv_heap = Vec::new();
+                let rv: &mut [I] = if n <= CHUNK {
+                    &mut rv_stack[..n]
+                } else {
+                    rv_heap.resize(n, I::default());
+                    &mut rv_heap
+                };
+                st.saturated = r.encode(scaled, c, 0).saturated;
+                r.round(scaled, rv, 0)
+                    .expect("MX element values fit the input type");
+                let mut k = 0;
+                for (r, row) in x.chunks(seg).enumerate() {
+                    for (j, blk) in row.chunks(b).enumerate() {
+                        let i0 = r * seg + j * b;
+                        let m = blk.len();
+                        if s[k] != 0xff {
+                            let xs = O::from_f64(pow2(s[k] as i32 - 127));
+                            v[i0..i0 + m]
+                                .iter_mut()
+                                .zip(&rv[i0..i0 + m])
+                                .for_each(|(v, &q)| *v = O::from_f64(q.to_f64()).mul(xs));
+                        }
+                        k += 1;
+                    }
+                }
+            }
             None => {
                 let mut k = 0;
                 for (r, row) in x.chunks(seg).enumerate() {
                     for (j, blk) in row.chunks(b).enumerate() {
                         let i0 = r * seg + j * b;
-                        let up = pow2(6 - (s[k] as i32 - 127));
-                        for (cc, &xi) in c[i0..i0 + blk.len()].iter_mut().zip(blk) {
+                        let e = s[k] as i32 - 127;
+                        let (up, down) = (pow2(6 - e), O::from_f64(pow2(e - 6)));
+                        for ((cc, vv), &xi) in c[i0..i0 + blk.len()]
+                            .iter_mut()
+                            .zip(v[i0..i0 + blk.len()].iter_mut())
+                            .zip(blk)
+                        {
                             let q = (xi.to_f64() * up).round_ties_even();
                             let kq = q.clamp(-128.0, 127.0);
                             st.saturated += (kq != q) as u64;
                             *cc = kq as i8 as u8;
+                            *vv = O::from_f64(kq + 0.0).mul(down); // −0 gives +0
                         }
                         k += 1;
                     }
                 }
             }
         }
-        // 3. values; NaN blocks
+        // 3. flushed elements; NaN blocks
         let mut k = 0;
         for (r, row) in x.chunks(seg).enumerate() {
             for (j, blk) in row.chunks(b).enumerate() {
@@ -461,10 +613,6 @@ impl<I: Float, O: Float> Ctx<I, O> {
                     vb.iter_mut().for_each(|v| *v = O::from_f64(f64::NAN));
                     cb.iter_mut().for_each(|c| *c = self.nan_code);
                 } else {
-                    let xs = O::from_f64(pow2(s[k] as i32 - 127));
-                    vb.iter_mut()
-                        .zip(cb.iter())
-                        .for_each(|(v, &c)| *v = self.table[c as usize].mul(xs));
                     st.flushed += blk
                         .iter()
                         .zip(cb.iter())
@@ -475,6 +623,17 @@ impl<I: Float, O: Float> Ctx<I, O> {
             }
         }
         st
+    }
+}
+
+/// `2^e` as a value of `F`, exact for `e` in [−127, 127] (subnormal for binary32 at −127).
+#[inline(always)]
+fn pow2_as<F: Float>(e: i32) -> F {
+    let f = e + F::BIAS as i32;
+    if f >= 1 {
+        F::from_bits(<F::Bits as Word>::from_u64((f as u64) << F::MANT))
+    } else {
+        F::from_f64(pow2(e))
     }
 }
 

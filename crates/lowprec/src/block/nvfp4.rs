@@ -17,7 +17,6 @@ use super::{rows_of, BlockStatus};
 use crate::error::{Error, Result};
 use crate::round::{Float, Overflow, RoundOptions, Rounder};
 use crate::FloatFormat;
-use rayon::prelude::*;
 
 /// Elements per NVFP4 block.
 pub const BLOCK: usize = 16;
@@ -133,10 +132,7 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
             scales.len()
         )));
     }
-    let amax = x
-        .par_iter()
-        .map(|v| v.to_f64().abs())
-        .reduce(|| 0.0, |a, b| if b > a || b.is_nan() { b } else { a });
+    let amax = super::max_abs(x);
     if !amax.is_finite() {
         let i = x.iter().position(|v| !v.to_f64().is_finite()).unwrap_or(0);
         return Err(Error::InvalidArgument(format!(
@@ -183,7 +179,16 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
         scales,
         unit,
         unit_blocks,
-        |xs, vs, cs, ss| ctx.rows(xs, seg, vs, cs, ss),
+        |xs, vs, cs, ss| {
+            crate::simd::dispatch(Rows {
+                ctx: &ctx,
+                x: xs,
+                seg,
+                v: vs,
+                c: cs,
+                s: ss,
+            })
+        },
     );
     st.saturated = inner.saturated;
     st.flushed = inner.flushed;
@@ -226,7 +231,10 @@ impl Ctx {
         }
     }
 
-    /// Whole rows of `seg` elements; blocks of 16 along each row, the last one partial.
+    /// Whole rows of `seg` elements; blocks of 16 along each row, the last one partial. Every
+    /// step runs over the whole work item: block maxima, one E4M3 rounding of every block
+    /// scale, every element divided by its block's scale, one E2M1 rounding, the values.
+    #[inline(always)]
     fn rows<I: Float, O: Float>(
         &self,
         x: &[I],
@@ -235,66 +243,107 @@ impl Ctx {
         c: &mut [u8],
         s: &mut [u8],
     ) -> BlockStatus {
-        // 1. block maxima → block-scale arguments → E4M3 codes, all blocks at once
-        let mut arg = [0f64; CHUNK / BLOCK + 1];
-        let mut nblk = 0;
+        let n = x.len();
+        let nblk = s.len();
+        let mut st = BlockStatus::default();
+        // 1. block maxima → block-scale arguments → E4M3 codes → block scales
+        let mut arg = vec![0f64; nblk];
+        let mut scale = vec![0f64; nblk];
+        let mut k = 0;
         for row in x.chunks(seg) {
             for blk in row.chunks(BLOCK) {
-                let bmax = blk.iter().fold(0f64, |m, e| m.max(e.to_f64().abs()));
-                arg[nblk] = match self.conv {
+                let bmax = super::max_abs_serial(blk);
+                arg[k] = match self.conv {
                     Convention::Seed => (bmax / 6.0) / self.g,
                     Convention::Torchao => (((bmax as f32) / 6.0f32) / self.g as f32)
-                        .clamp(2f32.powi(-6), 448.0)
-                        as f64,
+                        .clamp(2f32.powi(-6), 448.0) as f64,
                 };
-                nblk += 1;
+                k += 1;
             }
         }
-        self.e4m3.encode(&arg[..nblk], &mut s[..nblk], 0);
-        // 2. elements scaled by their block's scale, then E2M1
-        let mut st = BlockStatus::default();
-        let mut y = [0f64; CHUNK];
-        let mut y32 = [0f32; CHUNK];
+        self.e4m3.encode(&arg, s, 0);
+        scale
+            .iter_mut()
+            .zip(s.iter())
+            .for_each(|(sc, &code)| *sc = self.e4m3_vals[code as usize] * self.g);
+        // 2. elements over their block's scale, then E2M1 for all of them at once
+        let mut k = 0;
+        let mut at = 0;
+        match self.conv {
+            Convention::Seed => {
+                let mut y = vec![0f64; n];
+                for row in x.chunks(seg) {
+                    for blk in row.chunks(BLOCK) {
+                        let div = if scale[k] > 0.0 { scale[k] } else { 1.0 };
+                        y[at..at + blk.len()]
+                            .iter_mut()
+                            .zip(blk)
+                            .for_each(|(y, e)| *y = e.to_f64() / div);
+                        at += blk.len();
+                        k += 1;
+                    }
+                }
+                st.saturated = self.e2m1.encode(&y, c, 0).saturated;
+            }
+            Convention::Torchao => {
+                let mut y = vec![0f32; n];
+                for row in x.chunks(seg) {
+                    for blk in row.chunks(BLOCK) {
+                        let rcp = (1.0f32 / self.g as f32) / self.e4m3_vals[s[k] as usize] as f32;
+                        y[at..at + blk.len()]
+                            .iter_mut()
+                            .zip(blk)
+                            .for_each(|(y, e)| *y = (e.to_f64() as f32) * rcp);
+                        at += blk.len();
+                        k += 1;
+                    }
+                }
+                st.saturated = self.e2m1_32.encode(&y, c, 0).saturated;
+            }
+        }
+        // 3. values (a block whose scale is not positive gives +0 under the seed's rule)
         let mut k = 0;
         let mut at = 0;
         for row in x.chunks(seg) {
             for blk in row.chunks(BLOCK) {
-                let sb = self.e4m3_vals[s[k] as usize];
-                let scale = sb * self.g; // exact: 4 × 24 significant bits
-                let n = blk.len();
-                match self.conv {
-                    Convention::Seed => {
-                        let div = if scale > 0.0 { scale } else { 1.0 };
-                        y[..n]
-                            .iter_mut()
-                            .zip(blk)
-                            .for_each(|(y, e)| *y = e.to_f64() / div);
-                        let r = self.e2m1.encode(&y[..n], &mut c[at..at + n], 0);
-                        st.saturated += r.saturated;
-                        if scale <= 0.0 || scale.is_nan() {
-                            c[at..at + n].iter_mut().for_each(|c| *c = 0);
-                        }
-                    }
-                    Convention::Torchao => {
-                        let rcp = (1.0f32 / self.g as f32) / sb as f32;
-                        y32[..n]
-                            .iter_mut()
-                            .zip(blk)
-                            .for_each(|(y, e)| *y = (e.to_f64() as f32) * rcp);
-                        let r = self.e2m1_32.encode(&y32[..n], &mut c[at..at + n], 0);
-                        st.saturated += r.saturated;
-                    }
+                let sc = scale[k];
+                let (cb, vb) = (&mut c[at..at + blk.len()], &mut v[at..at + blk.len()]);
+                if self.conv == Convention::Seed && !(sc > 0.0) {
+                    cb.iter_mut().for_each(|c| *c = 0);
                 }
-                for i in at..at + n {
-                    let q = self.e2m1_vals[c[i] as usize];
-                    v[i] = O::from_f64(if q == 0.0 { q } else { q * scale });
-                    st.flushed += (c[i] & 7 == 0 && blk[i - at].to_f64() != 0.0) as u64;
-                }
-                at += n;
+                // ±0 · sc keeps the sign of zero; a non-positive (or NaN) scale has codes 0
+                let sc = if sc > 0.0 { sc } else { 0.0 };
+                vb.iter_mut()
+                    .zip(cb.iter())
+                    .for_each(|(v, &c)| *v = O::from_f64(self.e2m1_vals[(c & 15) as usize] * sc));
+                st.flushed += cb
+                    .iter()
+                    .zip(blk)
+                    .filter(|(&c, e)| c & 7 == 0 && e.to_f64() != 0.0)
+                    .count() as u64;
+                at += blk.len();
                 k += 1;
             }
         }
         st
+    }
+}
+
+/// One work item, compiled for the best instruction set ([`crate::simd`]).
+struct Rows<'a, I: Float, O: Float> {
+    ctx: &'a Ctx,
+    x: &'a [I],
+    seg: usize,
+    v: &'a mut [O],
+    c: &'a mut [u8],
+    s: &'a mut [u8],
+}
+
+impl<I: Float, O: Float> crate::simd::Kernel for Rows<'_, I, O> {
+    type Output = BlockStatus;
+    #[inline(always)]
+    fn run(self) -> BlockStatus {
+        self.ctx.rows(self.x, self.seg, self.v, self.c, self.s)
     }
 }
 
