@@ -218,12 +218,6 @@ fn sse(x: &[f64], g: &Group, o: &IntOptions) -> f64 {
 /// ```
 pub fn quantize_int<I: Float>(x: &[I], row_len: usize, o: &IntOptions) -> Result<IntQuantized<I>> {
     let glen = o.group_len(x.len(), row_len)?;
-    if let Some(i) = x.iter().position(|v| !v.to_f64().is_finite()) {
-        return Err(Error::InvalidArgument(format!(
-            "integer quantization needs finite inputs; index {i} is {:?}: remove NaN/Inf first",
-            x[i].to_f64()
-        )));
-    }
     let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
     let mut out = IntQuantized {
         values: vec![I::default(); x.len()],
@@ -234,65 +228,155 @@ pub fn quantize_int<I: Float>(x: &[I], row_len: usize, o: &IntOptions) -> Result
         clipped: 0,
         flushed: 0,
     };
+    let (clipped, flushed) = quantize_int_into(
+        x,
+        row_len,
+        o,
+        &mut out.values,
+        &mut out.q,
+        &mut out.scales,
+        &mut out.zeros,
+        &mut out.clips,
+    )?;
+    out.clipped = clipped;
+    out.flushed = flushed;
+    Ok(out)
+}
+
+/// [`quantize_int`] into the caller's buffers (`values` and `q` as long as `x`; `scales`,
+/// `zeros` and `clips` one per group); returns (clipped, flushed).
+///
+/// # Errors
+///
+/// As [`quantize_int`], and [`Error::InvalidArgument`] for buffers of the wrong length.
+#[allow(clippy::too_many_arguments)]
+pub fn quantize_int_into<I: Float>(
+    x: &[I],
+    row_len: usize,
+    o: &IntOptions,
+    values: &mut [I],
+    q: &mut [i32],
+    scales: &mut [f64],
+    zeros: &mut [f64],
+    clips: &mut [f64],
+) -> Result<(u64, u64)> {
+    let glen = o.group_len(x.len(), row_len)?;
+    let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
+    if values.len() != x.len()
+        || q.len() != x.len()
+        || scales.len() != groups
+        || zeros.len() != groups
+        || clips.len() != groups
+    {
+        return Err(Error::InvalidArgument(format!(
+            "integer quantization of {} elements in groups of {glen} needs {} values and codes and {groups} scales, zeros and clips",
+            x.len(),
+            x.len()
+        )));
+    }
+    if let Some(i) = x.iter().position(|v| !v.to_f64().is_finite()) {
+        return Err(Error::InvalidArgument(format!(
+            "integer quantization needs finite inputs; index {i} is {:?}: remove NaN/Inf first",
+            x[i].to_f64()
+        )));
+    }
     if x.is_empty() {
-        return Ok(out);
+        return Ok((0, 0));
     }
     let per = (1 << 14) / glen + 1; // groups per work item
-    let counts = x
-        .par_chunks(glen * per)
-        .zip(out.values.par_chunks_mut(glen * per))
-        .zip(out.q.par_chunks_mut(glen * per))
+    Ok(x.par_chunks(glen * per)
+        .zip(values.par_chunks_mut(glen * per))
+        .zip(q.par_chunks_mut(glen * per))
         .zip(
-            out.scales
+            scales
                 .par_chunks_mut(per)
-                .zip(out.zeros.par_chunks_mut(per))
-                .zip(out.clips.par_chunks_mut(per)),
+                .zip(zeros.par_chunks_mut(per))
+                .zip(clips.par_chunks_mut(per)),
         )
         .map(|(((x, v), q), ((s, z), cl))| {
-            let mut buf = vec![0f64; glen];
-            let (mut clipped, mut flushed) = (0u64, 0u64);
-            for (k, ((xg, vg), qg)) in x
-                .chunks(glen)
-                .zip(v.chunks_mut(glen))
-                .zip(q.chunks_mut(glen))
-                .enumerate()
-            {
-                let xs = &mut buf[..xg.len()];
-                xs.iter_mut().zip(xg).for_each(|(a, b)| *a = b.to_f64());
-                let c = match o.clip {
-                    Clip::None => 1.0,
-                    Clip::Ratio(c) => c,
-                    Clip::Mse => {
-                        let mut best = (f64::INFINITY, 1.0);
-                        for step in 0..=50 {
-                            let c = 1.0 - step as f64 / 100.0;
-                            let e = sse(xs, &params(xs, o, c), o);
-                            if e < best.0 {
-                                best = (e, c);
-                            }
-                        }
-                        best.1
-                    }
-                };
-                let g = params(xs, o, c);
-                for ((v, q), &xv) in vg.iter_mut().zip(qg.iter_mut()).zip(xs.iter()) {
-                    let (qq, cut) = q_of(xv, &g, o);
-                    clipped += cut as u64;
-                    let val = g.scale * (qq - g.zero);
-                    flushed += (val == 0.0 && xv != 0.0) as u64;
-                    *q = qq as i32;
-                    *v = I::from_f64(val);
-                }
-                s[k] = g.scale;
-                z[k] = g.zero;
-                cl[k] = c;
-            }
-            (clipped, flushed)
+            crate::simd::dispatch(Groups {
+                o,
+                glen,
+                x,
+                v,
+                q,
+                s,
+                z,
+                cl,
+            })
         })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    out.clipped = counts.0;
-    out.flushed = counts.1;
-    Ok(out)
+        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1)))
+}
+
+/// One work item of integer quantization, compiled for the best instruction set.
+struct Groups<'a, I: Float> {
+    o: &'a IntOptions,
+    glen: usize,
+    x: &'a [I],
+    v: &'a mut [I],
+    q: &'a mut [i32],
+    s: &'a mut [f64],
+    z: &'a mut [f64],
+    cl: &'a mut [f64],
+}
+
+impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
+    type Output = (u64, u64);
+    #[inline(always)]
+    fn run(self) -> (u64, u64) {
+        let Groups {
+            o,
+            glen,
+            x,
+            v,
+            q,
+            s,
+            z,
+            cl,
+        } = self;
+        let (qmin, qmax) = o.range();
+        let mut buf = vec![0f64; glen];
+        let (mut clipped, mut flushed) = (0u64, 0u64);
+        for (k, ((xg, vg), qg)) in x
+            .chunks(glen)
+            .zip(v.chunks_mut(glen))
+            .zip(q.chunks_mut(glen))
+            .enumerate()
+        {
+            let xs = &mut buf[..xg.len()];
+            xs.iter_mut().zip(xg).for_each(|(a, b)| *a = b.to_f64());
+            let c = match o.clip {
+                Clip::None => 1.0,
+                Clip::Ratio(c) => c,
+                Clip::Mse => {
+                    let mut best = (f64::INFINITY, 1.0);
+                    for step in 0..=50 {
+                        let c = 1.0 - step as f64 / 100.0;
+                        let e = sse(xs, &params(xs, o, c), o);
+                        if e < best.0 {
+                            best = (e, c);
+                        }
+                    }
+                    best.1
+                }
+            };
+            let g = params(xs, o, c);
+            let (scale, zero) = (g.scale, g.zero);
+            for ((vv, qq), &xv) in vg.iter_mut().zip(qg.iter_mut()).zip(xs.iter()) {
+                let r = (xv / scale).round_ties_even() + zero;
+                let qc = r.clamp(qmin, qmax);
+                clipped += (qc != r) as u64;
+                let val = scale * (qc - zero);
+                flushed += (val == 0.0 && xv != 0.0) as u64;
+                *qq = qc as i32;
+                *vv = I::from_f64(val);
+            }
+            s[k] = scale;
+            z[k] = zero;
+            cl[k] = c;
+        }
+        (clipped, flushed)
+    }
 }
 
 /// The `bits`-bit code of an integer `q` (two's complement for symmetric mappings, plain

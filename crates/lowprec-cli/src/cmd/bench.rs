@@ -24,7 +24,23 @@ pub struct Args {
     /// Formats (default: every preset).
     #[arg(long = "format", short = 'f')]
     pub formats: Vec<String>,
+    /// Block and integer schemes to time as `quantize` records (default: mx:fp8-e4m3,
+    /// mx:fp6-e2m3, mx:fp4-e2m1, mxint8, nvfp4, int8:group=128, int4:group=128; `none` for
+    /// none), on rows of 4096.
+    #[arg(long = "scheme", short = 's')]
+    pub schemes: Vec<String>,
 }
+
+/// The default schemes of `lowprec bench`.
+pub const BENCH_SCHEMES: [&str; 7] = [
+    "mx:fp8-e4m3",
+    "mx:fp6-e2m3",
+    "mx:fp4-e2m1",
+    "mxint8",
+    "nvfp4",
+    "int8:group=128",
+    "int4:group=128",
+];
 
 /// One measurement.
 #[derive(Serialize, Clone)]
@@ -65,9 +81,17 @@ struct Bufs {
     c16: Vec<u16>,
     c32: Vec<u32>,
     c64: Vec<u64>,
+    s8: Vec<u8>,
+    q32: Vec<i32>,
 }
 
-fn measure(a: &Args, formats: &[FloatFormat], threads: usize, b: &mut Bufs) -> Result<Vec<Record>> {
+fn measure(
+    a: &Args,
+    formats: &[FloatFormat],
+    schemes: &[(String, lowprec::scheme::Scheme)],
+    threads: usize,
+    b: &mut Bufs,
+) -> Result<Vec<Record>> {
     let n = a.n;
     let mut out = Vec::new();
     let mut rec =
@@ -128,6 +152,52 @@ fn measure(a: &Args, formats: &[FloatFormat], threads: usize, b: &mut Bufs) -> R
             }
         }
     }
+    for (name, scheme) in schemes {
+        use lowprec::scheme::Scheme;
+        let row = 4096.min(n);
+        let t = match scheme {
+            Scheme::Mx(o) => time(a.reps, || {
+                let nb = n / row * o.blocks_per_row(row);
+                drop(lowprec::block::mx::mx_quantize_into(
+                    &b.x32,
+                    row,
+                    o,
+                    &mut b.y32,
+                    &mut b.c8,
+                    &mut b.s8[..nb],
+                ))
+            }),
+            Scheme::Nvfp4(o) => time(a.reps, || {
+                let nb = n / row * lowprec::block::nvfp4::blocks_per_row(row);
+                drop(lowprec::block::nvfp4::nvfp4_quantize_into(
+                    &b.x32,
+                    row,
+                    o,
+                    &mut b.y32,
+                    &mut b.c8,
+                    &mut b.s8[..nb],
+                ))
+            }),
+            Scheme::Int(o) => {
+                let g = o.group_len(n, row)?;
+                let groups = n.div_ceil(g);
+                let (mut sc, mut z, mut cl) =
+                    (vec![0f64; groups], vec![0f64; groups], vec![0f64; groups]);
+                time(a.reps, || {
+                    drop(lowprec::quant::quantize_int_into(
+                        &b.x32, row, o, &mut b.y32, &mut b.q32, &mut sc, &mut z, &mut cl,
+                    ))
+                })
+            }
+            s => time(a.reps, || drop(s.apply(&b.x32, row))),
+        };
+        let buffer = if matches!(scheme, Scheme::Mx(_) | Scheme::Nvfp4(_) | Scheme::Int(_)) {
+            "preallocated"
+        } else {
+            "allocating"
+        };
+        rec("quantize", name, "rne", "f32", buffer, t);
+    }
     Ok(out)
 }
 
@@ -152,6 +222,21 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         c16: vec![1; n],
         c32: vec![1; n],
         c64: vec![1; n],
+        s8: vec![1; n / 16 + 1],
+        q32: vec![1; n],
+    };
+    let schemes: Vec<(String, lowprec::scheme::Scheme)> = if a.schemes.iter().any(|s| s == "none") {
+        vec![]
+    } else if a.schemes.is_empty() {
+        BENCH_SCHEMES
+            .iter()
+            .map(|s| Ok((s.to_string(), s.parse()?)))
+            .collect::<Result<_>>()?
+    } else {
+        a.schemes
+            .iter()
+            .map(|s| Ok((s.clone(), s.parse()?)))
+            .collect::<Result<_>>()?
     };
     let all = std::thread::available_parallelism().map_or(1, |v| v.get());
     let mut records = Vec::new();
@@ -163,7 +248,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .num_threads(threads)
             .build()
             .context("building the thread pool")?;
-        records.extend(pool.install(|| measure(a, &formats, threads, &mut b))?);
+        records.extend(pool.install(|| measure(a, &formats, &schemes, threads, &mut b))?);
     }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&records)?);

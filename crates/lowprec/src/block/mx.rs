@@ -292,7 +292,7 @@ pub fn mx_quantize_into<I: Float, O: Float>(
             scales.len()
         )));
     }
-    let ctx = Ctx::<I, O>::new(opts);
+    let ctx = Ctx::<I>::new(opts);
     // Work items: whole rows when padding, else runs of whole blocks (rows may merge).
     let (unit, unit_blocks) = if row_len % opts.block == 0 {
         let blocks = (CHUNK / opts.block).max(1);
@@ -332,7 +332,7 @@ const CHUNK: usize = 4096;
 
 /// One work item, compiled for the best instruction set ([`crate::simd`]).
 struct Rows<'a, I: Float, O: Float> {
-    ctx: &'a Ctx<I, O>,
+    ctx: &'a Ctx<I>,
     x: &'a [I],
     seg: usize,
     v: &'a mut [O],
@@ -353,15 +353,14 @@ impl<I: Float, O: Float> crate::simd::Kernel for Rows<'_, I, O> {
 }
 
 /// The per-call constants of an MX conversion.
-struct Ctx<I: Float, O: Float> {
+struct Ctx<I: Float> {
     opts: MxOptions,
     rounder: Option<Rounder<I>>,
-    table: [O; 256],
     nan_code: u8,
     mag_mask: u8,
 }
 
-impl<I: Float, O: Float> Ctx<I, O> {
+impl<I: Float> Ctx<I> {
     fn new(opts: &MxOptions) -> Self {
         let sat = RoundOptions::default().overflow(Overflow::Saturate);
         let (rounder, nan_code) = match opts.element {
@@ -371,10 +370,6 @@ impl<I: Float, O: Float> Ctx<I, O> {
             ),
             MxElement::Int8 => (None, 0),
         };
-        let mut table = [O::default(); 256];
-        for (c, t) in table.iter_mut().enumerate() {
-            *t = O::from_f64(opts.element.decode(c as u8));
-        }
         let mag_mask = match opts.element {
             MxElement::Float(f) => f.max_code() as u8 & !(f.sign_mask() as u8),
             MxElement::Int8 => 0xff,
@@ -382,7 +377,6 @@ impl<I: Float, O: Float> Ctx<I, O> {
         Ctx {
             opts: *opts,
             rounder,
-            table,
             nan_code,
             mag_mask,
         }
@@ -404,13 +398,20 @@ impl<I: Float, O: Float> Ctx<I, O> {
                 ((bits + half) >> m) as i32
             }
             ScaleRule::Rceil => {
-                return shared_exponent(I::from_bits(amax_bits).to_f64(), &self.opts.element, self.opts.scale)
+                return shared_exponent(
+                    I::from_bits(amax_bits).to_f64(),
+                    &self.opts.element,
+                    self.opts.scale,
+                )
             }
         };
         if field == 0 {
-            // zero or subnormal: the exponent is far below E8M0's range for binary32 and
-            // binary64 alike, except a binary64 subnormal never reaches it either
-            return (-127, bits != 0 && I::MANT == 23 && false);
+            // zero or subnormal (rare): the general rule
+            return shared_exponent(
+                I::from_bits(amax_bits).to_f64(),
+                &self.opts.element,
+                self.opts.scale,
+            );
         }
         let s = e - I::BIAS as i32 - self.opts.element.emax();
         (s.clamp(-127, 127), !(-127..=127).contains(&s))
@@ -419,16 +420,28 @@ impl<I: Float, O: Float> Ctx<I, O> {
     /// Whole blocks only, float elements: the common case, without per-block slicing, with
     /// the block size a constant for the usual 32 (and 16) so that block loops unroll.
     #[inline(always)]
-    fn rows_exact(&self, x: &[I], v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+    fn rows_exact<O: Float>(
+        &self,
+        x: &[I],
+        v: &mut [O],
+        c: &mut [u8],
+        s: &mut [u8],
+    ) -> BlockStatus {
         match self.opts.block {
-            32 => self.rows_exact_b::<32>(x, v, c, s),
-            16 => self.rows_exact_b::<16>(x, v, c, s),
-            _ => self.rows_exact_b::<0>(x, v, c, s),
+            32 => self.rows_exact_b::<O, 32>(x, v, c, s),
+            16 => self.rows_exact_b::<O, 16>(x, v, c, s),
+            _ => self.rows_exact_b::<O, 0>(x, v, c, s),
         }
     }
 
     #[inline(always)]
-    fn rows_exact_b<const B: usize>(&self, x: &[I], v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+    fn rows_exact_b<O: Float, const B: usize>(
+        &self,
+        x: &[I],
+        v: &mut [O],
+        c: &mut [u8],
+        s: &mut [u8],
+    ) -> BlockStatus {
         let b = if B == 0 { self.opts.block } else { B };
         let n = x.len();
         let nb = n / b;
@@ -457,7 +470,11 @@ impl<I: Float, O: Float> Ctx<I, O> {
         let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
         let inf_bits = <I::Bits as Word>::from_u64(((2 * I::BIAS as u64) + 1) << I::MANT);
         // 1. scales and scaled elements
-        for (k, (xb, yb)) in x.chunks_exact(b).zip(scaled.chunks_exact_mut(b)).enumerate() {
+        for (k, (xb, yb)) in x
+            .chunks_exact(b)
+            .zip(scaled.chunks_exact_mut(b))
+            .enumerate()
+        {
             let amax_bits = xb
                 .iter()
                 .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
@@ -478,7 +495,8 @@ impl<I: Float, O: Float> Ctx<I, O> {
         // 2. codes and rounded scaled values
         let r = self.rounder.as_ref().expect("float element");
         st.saturated = r.encode(scaled, c, 0).saturated;
-        r.round(scaled, rv, 0).expect("MX element values fit the input type");
+        r.round(scaled, rv, 0)
+            .expect("MX element values fit the input type");
         // 3. values (NaN blocks: NaN · anything)
         for ((vb, rb), &f) in v.chunks_exact_mut(b).zip(rv.chunks_exact(b)).zip(xs.iter()) {
             vb.iter_mut()
@@ -495,7 +513,10 @@ impl<I: Float, O: Float> Ctx<I, O> {
             for (k, cb) in c.chunks_exact_mut(b).enumerate() {
                 if s[k] == 0xff {
                     // their elements were counted as flushed above
-                    st.flushed -= x[k * b..(k + 1) * b].iter().filter(|x| x.to_f64() != 0.0).count() as u64;
+                    st.flushed -= x[k * b..(k + 1) * b]
+                        .iter()
+                        .filter(|x| x.to_f64() != 0.0)
+                        .count() as u64;
                     cb.iter_mut().for_each(|c| *c = self.nan_code);
                 }
             }
@@ -507,7 +528,14 @@ impl<I: Float, O: Float> Ctx<I, O> {
     /// all block scales first, then one rounding call for every element of the work item,
     /// then the values.
     #[inline(always)]
-    fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+    fn rows<O: Float>(
+        &self,
+        x: &[I],
+        seg: usize,
+        v: &mut [O],
+        c: &mut [u8],
+        s: &mut [u8],
+    ) -> BlockStatus {
         let b = self.opts.block;
         let n = x.len();
         let mut st = BlockStatus {

@@ -256,7 +256,8 @@ impl Ctx {
                 arg[k] = match self.conv {
                     Convention::Seed => (bmax / 6.0) / self.g,
                     Convention::Torchao => (((bmax as f32) / 6.0f32) / self.g as f32)
-                        .clamp(2f32.powi(-6), 448.0) as f64,
+                        .clamp(2f32.powi(-6), 448.0)
+                        as f64,
                 };
                 k += 1;
             }
@@ -308,7 +309,7 @@ impl Ctx {
             for blk in row.chunks(BLOCK) {
                 let sc = scale[k];
                 let (cb, vb) = (&mut c[at..at + blk.len()], &mut v[at..at + blk.len()]);
-                if self.conv == Convention::Seed && !(sc > 0.0) {
+                if self.conv == Convention::Seed && (sc <= 0.0 || sc.is_nan()) {
                     cb.iter_mut().for_each(|c| *c = 0);
                 }
                 // ±0 · sc keeps the sign of zero; a non-positive (or NaN) scale has codes 0
