@@ -55,3 +55,26 @@ def _inputs(rng, n, lo_exp, hi_exp, dtype):
     x = np.concatenate([bits, logu, ties]).astype(dtype)
     sign = rng.integers(0, 2, x.size) * 2 - 1
     return (x * sign.astype(dtype)).astype(dtype)
+
+
+def run_lowprec(*args):
+    """Run `lowprec ARGS...`, which must succeed; its stderr."""
+    r = subprocess.run([lowprec_bin(), *map(str, args)], capture_output=True, text=True)
+    assert r.returncode == 0, f"lowprec {' '.join(map(str, args))}: {r.stderr}"
+    return r.stderr
+
+
+def quantize_array(x, scheme, scales=False, codes=False, packed=False):
+    """`lowprec quantize` of `x` (saved as .npy): a dict of the output arrays, `values` and,
+    when asked for, `scales`, `codes` and `packed`."""
+    with tempfile.TemporaryDirectory() as d:
+        inp = os.path.join(d, "x.npy")
+        np.save(inp, x)
+        paths = {"values": os.path.join(d, "v.npy")}
+        cmd = ["quantize", inp, "--scheme", scheme, "-o", paths["values"]]
+        for k, want in (("scales", scales), ("codes", codes), ("packed", packed)):
+            if want:
+                paths[k] = os.path.join(d, f"{k}.npy")
+                cmd += [f"--{k}", paths[k]]
+        run_lowprec(*cmd)
+        return {k: np.load(p) for k, p in paths.items()}

@@ -13,7 +13,9 @@
 //! | `q` | `clamp(rint(x/scale), …)` | `clamp(rint(x/scale), …)` | `clamp(rint(x/scale) + zero, …)` |
 //!
 //! `rint` rounds half to even; a group whose range is 0 uses scale 1. Values are
-//! `scale · (q − zero)`.
+//! `scale · (q − zero)` with the integer `q`: a negative input whose `q` is 0 gives +0 (the
+//! value of code 0, which is what dequantizing the codes gives), where the seed keeps −0
+//! from `rint`; every other value agrees with the seed bit for bit.
 //!
 //! **Clip search** (`clip = mse`): each group tries the ratios `c = 1.00, 0.99, …, 0.50` (51
 //! candidates) and keeps the one with the smallest sum of squared errors (the largest `c` on

@@ -81,7 +81,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         let n: usize = shape.iter().product();
         let row_len = *shape.last().ok_or_else(|| bad("empty shape"))?;
         let codes: Vec<u16> = match bits {
-            2 | 4 | 6 | 8 => {
+            1..=8 => {
                 let per = lowprec::block::pack::packed_len(row_len, bits);
                 if t.bytes.len() != per * (n / row_len.max(1)) {
                     return Err(bad("packed size does not match the shape"));

@@ -63,8 +63,13 @@ pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
     }
 }
 
-/// Values in a 16-bit dtype (RNE), as bits.
-fn narrow16(v: &[f32], fmt: &FloatFormat) -> Result<Vec<u16>> {
+/// float16 / bfloat16 bits to binary64, exactly.
+fn widen16_f64(bits: &[u16], bf16: bool) -> Vec<f64> {
+    widen16(bits, bf16).iter().map(|&v| v as f64).collect()
+}
+
+/// Values in a 16-bit dtype (RNE, one rounding), as bits.
+fn narrow16(v: &[f64], fmt: &FloatFormat) -> Result<Vec<u16>> {
     Ok(lowprec::encode_vec(fmt, v, &RoundOptions::default())?.0)
 }
 
@@ -101,7 +106,7 @@ fn scale_shape(shape: &[usize], per_row: usize, scales: &Scales) -> Vec<usize> {
 /// Packed rows (2/4/6/8-bit codes) or little-endian 16-bit codes, with the packed row length.
 pub fn packed_rows(codes: &[u16], bits: u32, row_len: usize) -> Result<(Vec<u8>, usize)> {
     match bits {
-        2 | 4 | 6 | 8 => {
+        1..=8 => {
             let per = packed_len(row_len, bits);
             let mut out = Vec::with_capacity(per * codes.len() / row_len.max(1));
             for row in codes.chunks(row_len.max(1)) {
@@ -114,7 +119,7 @@ pub fn packed_rows(codes: &[u16], bits: u32, row_len: usize) -> Result<(Vec<u8>,
             codes.iter().flat_map(|c| c.to_le_bytes()).collect(),
             2 * row_len,
         )),
-        b => bail!("packing is defined for 2, 4, 6, 8 and 9-16-bit codes, not {b}-bit"),
+        b => bail!("packing is defined for codes of 1 to 16 bits, not {b}-bit"),
     }
 }
 
@@ -130,26 +135,27 @@ fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
             let q = scheme
                 .apply(&x, row_len)
                 .with_context(|| format!("quantizing {}", a.input.display()))?;
-            eprintln!(
+            let line = format!(
                 "{}: {}",
                 a.input.display(),
                 summary(scheme, &x, &q, row_len)
             );
             let data = $wrap(&q.values)?;
-            (q.codes, q.code_bits, q.scales, q.scales_per_row, data)
+            (q.codes, q.code_bits, q.scales, q.scales_per_row, data, line)
         }};
     }
-    let (codes, bits, scales, per_row, data) = match &arr.data {
+    let (codes, bits, scales, per_row, data, line) = match &arr.data {
         Data::F32(x) => go!(x.clone(), |v: &Vec<f32>| -> Result<Data> {
             Ok(Data::F32(v.clone()))
         }),
         Data::F64(x) => go!(x.clone(), |v: &Vec<f64>| -> Result<Data> {
             Ok(Data::F64(v.clone()))
         }),
-        Data::F16(h) => go!(widen16(h, false), |v: &Vec<f32>| -> Result<Data> {
+        // 16-bit inputs are computed in binary64 so their output is rounded once
+        Data::F16(h) => go!(widen16_f64(h, false), |v: &Vec<f64>| -> Result<Data> {
             Ok(Data::F16(narrow16(v, &FloatFormat::FP16)?))
         }),
-        Data::BF16(h) => go!(widen16(h, true), |v: &Vec<f32>| -> Result<Data> {
+        Data::BF16(h) => go!(widen16_f64(h, true), |v: &Vec<f64>| -> Result<Data> {
             Ok(Data::BF16(narrow16(v, &FloatFormat::BF16)?))
         }),
         d => bail!(
@@ -227,6 +233,7 @@ fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
         check_output(&a.input, &p)?;
         lowprec::io::write_atomic(&p, |w| w.write_all(&bytes))?;
     }
+    eprintln!("{line}");
     Ok(())
 }
 
@@ -243,6 +250,7 @@ fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
     // owned outputs, in input order
     let mut owned: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
     let mut count = 0;
+    let mut lines = Vec::new();
     for t in file.iter() {
         if !(t.is_float() && t.shape.len() >= 2 && !t.is_empty()) {
             owned.push((
@@ -259,7 +267,7 @@ fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
             let q = scheme
                 .apply(&x, row_len)
                 .with_context(|| format!("quantizing {}", t.name))?;
-            eprintln!("{}: {}", t.name, summary(scheme, &x, &q, row_len));
+            lines.push(format!("{}: {}", t.name, summary(scheme, &x, &q, row_len)));
             (
                 q.codes,
                 q.code_bits,
@@ -273,7 +281,7 @@ fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
             let q = scheme
                 .apply(&x, row_len)
                 .with_context(|| format!("quantizing {}", t.name))?;
-            eprintln!("{}: {}", t.name, summary(scheme, &x, &q, row_len));
+            lines.push(format!("{}: {}", t.name, summary(scheme, &x, &q, row_len)));
             (
                 q.codes,
                 q.code_bits,
@@ -339,6 +347,9 @@ fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
         .map(|(n, d, s, b)| TensorOut::new(n, *d, s, b))
         .collect();
     st::write(&a.output, &outs, &meta)?;
+    for l in &lines {
+        eprintln!("{l}");
+    }
     eprintln!(
         "{} -> {}: {count} tensors quantized with {scheme}, {} copied",
         a.input.display(),

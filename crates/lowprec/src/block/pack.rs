@@ -9,9 +9,12 @@
 //!   bits 0..5 = e(4k), 6..11 = e(4k+1), 12..17 = e(4k+2), 18..23 = e(4k+3)
 //!   byte 3k = bits 0..7, byte 3k+1 = bits 8..15, byte 3k+2 = bits 16..23
 //! 8-bit: one per byte (MX and NVFP4 scales, fp8 and int8 elements)
+//! other widths b ≤ 8 (int3, int5, int7, …): a little-endian bit stream, element i in bits
+//!   [b·i, b·i + b) counting from bit 0 of byte 0 (the layouts above are this rule too)
 //! ```
 //!
-//! A trailing partial group is padded with zero codes. [`unpack`] needs the element count.
+//! A trailing partial group is padded with zero codes (6-bit codes to a whole group of
+//! three bytes, other widths to a whole byte). [`unpack`] needs the element count.
 //!
 //! ```
 //! use lowprec::block::pack::{pack, unpack};
@@ -23,11 +26,11 @@
 use crate::error::{Error, Result};
 
 fn check_bits(bits: u32) -> Result<()> {
-    if matches!(bits, 2 | 4 | 6 | 8) {
+    if (1..=8).contains(&bits) {
         Ok(())
     } else {
         Err(Error::InvalidArgument(format!(
-            "packing is defined for 2, 4, 6 and 8-bit codes, not {bits}"
+            "packing is defined for codes of 1 to 8 bits, not {bits}"
         )))
     }
 }
@@ -67,13 +70,23 @@ pub fn pack(codes: &[u8], bits: u32) -> Result<Vec<u8>> {
                 .enumerate()
                 .fold(0, |a, (i, &v)| a | (v << (2 * i)));
         }),
-        _ => out.chunks_mut(3).zip(codes.chunks(4)).for_each(|(o, c)| {
+        6 => out.chunks_mut(3).zip(codes.chunks(4)).for_each(|(o, c)| {
             let w = c
                 .iter()
                 .enumerate()
                 .fold(0u32, |a, (i, &v)| a | ((v as u32) << (6 * i)));
             o.copy_from_slice(&w.to_le_bytes()[..3]);
         }),
+        b => {
+            for (i, &v) in codes.iter().enumerate() {
+                let at = i * b as usize;
+                let w = (v as u16) << (at % 8);
+                out[at / 8] |= w as u8;
+                if at % 8 + b as usize > 8 {
+                    out[at / 8 + 1] |= (w >> 8) as u8;
+                }
+            }
+        }
     }
     Ok(out)
 }
@@ -98,10 +111,16 @@ pub fn unpack(bytes: &[u8], bits: u32, n: usize) -> Result<Vec<u8>> {
             8 => bytes[i],
             4 => (bytes[i / 2] >> (4 * (i % 2))) & mask,
             2 => (bytes[i / 4] >> (2 * (i % 4))) & mask,
-            _ => {
+            6 => {
                 let g = &bytes[3 * (i / 4)..3 * (i / 4) + 3];
                 let w = u32::from_le_bytes([g[0], g[1], g[2], 0]);
                 ((w >> (6 * (i % 4))) as u8) & mask
+            }
+            b => {
+                let at = i * b as usize;
+                let lo = bytes[at / 8] as u16;
+                let hi = bytes.get(at / 8 + 1).copied().unwrap_or(0) as u16;
+                (((lo | (hi << 8)) >> (at % 8)) as u8) & mask
             }
         })
         .collect())
@@ -113,7 +132,7 @@ mod tests {
 
     #[test]
     fn every_code_round_trips_at_every_width_and_length() {
-        for bits in [2u32, 4, 6, 8] {
+        for bits in 1u32..=8 {
             let all: Vec<u8> = (0..(1u32 << bits)).map(|c| c as u8).collect();
             for n in 0..=all.len() + 5 {
                 let codes: Vec<u8> = (0..n).map(|i| all[(i * 7 + 3) % all.len()]).collect();
@@ -135,7 +154,12 @@ mod tests {
         assert_eq!(pack(&[0x3f, 0, 0, 0], 6).unwrap(), [0x3f, 0, 0]);
         assert_eq!(pack(&[0, 0, 0, 0x3f], 6).unwrap(), [0, 0, 0xfc]);
         assert!(pack(&[0x10], 4).is_err());
-        assert!(pack(&[1], 3).is_err());
+        assert_eq!(
+            pack(&[0b101, 0b011, 0b111], 3).unwrap(),
+            [0b11_011_101, 0b1]
+        );
+        assert!(pack(&[1], 9).is_err());
+        assert!(pack(&[8], 3).is_err());
         assert!(unpack(&[0], 6, 1).is_err());
     }
 }
