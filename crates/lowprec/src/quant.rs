@@ -160,7 +160,11 @@ fn params(x: &[f64], o: &IntOptions, c: f64) -> Group {
     let (qmin, qmax) = o.range();
     match o.mapping {
         Mapping::Symmetric | Mapping::SymmetricFull => {
-            let amax = x.iter().fold(0f64, |m, v| m.max(v.abs())) * c;
+            // (inputs are finite: a compare-select that vectorises)
+            let amax = x
+                .iter()
+                .fold(0f64, |m, v| if v.abs() > m { v.abs() } else { m })
+                * c;
             let den = match o.mapping {
                 Mapping::Symmetric => qmax,
                 _ => (qmax - qmin) / 2.0,
@@ -171,8 +175,12 @@ fn params(x: &[f64], o: &IntOptions, c: f64) -> Group {
             }
         }
         Mapping::Asymmetric => {
-            let lo = x.iter().fold(f64::INFINITY, |m, &v| m.min(v));
-            let hi = x.iter().fold(f64::NEG_INFINITY, |m, &v| m.max(v));
+            let lo = x
+                .iter()
+                .fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
+            let hi = x
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m });
             let mid = (lo + hi) / 2.0;
             let (lo, hi) = (mid + (lo - mid) * c, mid + (hi - mid) * c);
             let scale = if hi > lo { (hi - lo) / qmax } else { 1.0 };

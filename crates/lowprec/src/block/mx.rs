@@ -417,8 +417,7 @@ impl<I: Float> Ctx<I> {
         (s.clamp(-127, 127), !(-127..=127).contains(&s))
     }
 
-    /// Whole blocks only, float elements: the common case, without per-block slicing, with
-    /// the block size a constant for the usual 32 (and 16) so that block loops unroll.
+    /// Whole blocks only, float elements: the common case, without per-block slicing.
     #[inline(always)]
     fn rows_exact<O: Float>(
         &self,
@@ -427,22 +426,7 @@ impl<I: Float> Ctx<I> {
         c: &mut [u8],
         s: &mut [u8],
     ) -> BlockStatus {
-        match self.opts.block {
-            32 => self.rows_exact_b::<O, 32>(x, v, c, s),
-            16 => self.rows_exact_b::<O, 16>(x, v, c, s),
-            _ => self.rows_exact_b::<O, 0>(x, v, c, s),
-        }
-    }
-
-    #[inline(always)]
-    fn rows_exact_b<O: Float, const B: usize>(
-        &self,
-        x: &[I],
-        v: &mut [O],
-        c: &mut [u8],
-        s: &mut [u8],
-    ) -> BlockStatus {
-        let b = if B == 0 { self.opts.block } else { B };
+        let b = self.opts.block;
         let n = x.len();
         let nb = n / b;
         let mut st = BlockStatus {
