@@ -262,13 +262,22 @@ fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
             continue;
         }
         let row_len = *t.shape.last().expect("2-D");
-        let (codes, bits, scales, per_row, zeros, g) = if t.dtype == Dtype::F64 {
-            let x = t.to_f64_vec()?;
+        // one type-erased result: the summary line and the parts the file stores
+        fn go<I: Float>(
+            scheme: &Scheme,
+            name: &str,
+            x: &[I],
+            row_len: usize,
+        ) -> Result<(String, Quantized<I>)> {
             let q = scheme
-                .apply(&x, row_len)
-                .with_context(|| format!("quantizing {}", t.name))?;
-            lines.push(format!("{}: {}", t.name, summary(scheme, &x, &q, row_len)));
+                .apply(x, row_len)
+                .with_context(|| format!("quantizing {name}"))?;
+            Ok((format!("{name}: {}", summary(scheme, x, &q, row_len)), q))
+        }
+        let (line, codes, bits, scales, per_row, zeros, g) = if t.dtype == Dtype::F64 {
+            let (l, q) = go(scheme, t.name, &t.to_f64_vec()?, row_len)?;
             (
+                l,
                 q.codes,
                 q.code_bits,
                 q.scales,
@@ -277,12 +286,9 @@ fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
                 q.tensor_scale,
             )
         } else {
-            let x = t.to_f32_vec()?;
-            let q = scheme
-                .apply(&x, row_len)
-                .with_context(|| format!("quantizing {}", t.name))?;
-            lines.push(format!("{}: {}", t.name, summary(scheme, &x, &q, row_len)));
+            let (l, q) = go(scheme, t.name, &t.to_f32_vec()?, row_len)?;
             (
+                l,
                 q.codes,
                 q.code_bits,
                 q.scales,
@@ -291,6 +297,7 @@ fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
                 q.tensor_scale,
             )
         };
+        lines.push(line);
         if codes.is_empty() {
             bail!("{scheme} codes are wider than 16 bits; use a scheme of at most 16 bits");
         }

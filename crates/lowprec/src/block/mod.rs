@@ -156,3 +156,16 @@ pub(crate) fn max_abs<I: crate::Float>(x: &[I]) -> f64 {
     };
     I::from_bits(m).to_f64()
 }
+
+/// The work-item layout of a block conversion: `(unit, unit_blocks, seg)` — elements and
+/// scales per work item, and the length of the segments whose blocks are cut from the
+/// start (one block when rows are whole blocks, so rows may merge; else one row).
+pub(crate) fn layout(row_len: usize, block: usize, chunk: usize) -> (usize, usize, usize) {
+    if row_len % block == 0 {
+        let blocks = (chunk / block).max(1);
+        (blocks * block, blocks, block)
+    } else {
+        let k = (chunk / row_len).max(1);
+        (k * row_len, k * row_len.div_ceil(block), row_len)
+    }
+}

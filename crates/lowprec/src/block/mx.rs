@@ -293,19 +293,7 @@ pub fn mx_quantize_into<I: Float, O: Float>(
         )));
     }
     let ctx = Ctx::<I>::new(opts);
-    // Work items: whole rows when padding, else runs of whole blocks (rows may merge).
-    let (unit, unit_blocks) = if row_len % opts.block == 0 {
-        let blocks = (CHUNK / opts.block).max(1);
-        (blocks * opts.block, blocks)
-    } else {
-        let k = (CHUNK / row_len).max(1);
-        (k * row_len, k * nb)
-    };
-    let seg = if row_len % opts.block == 0 {
-        opts.block
-    } else {
-        row_len
-    };
+    let (unit, unit_blocks, seg) = super::layout(row_len, opts.block, CHUNK);
     let st = super::for_items(
         x,
         values,

@@ -165,13 +165,7 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
         Convention::Torchao => (amax as f32) / 2688.0f32,
     };
     let ctx = Ctx::new(opts.convention, g as f64);
-    let seg = if row_len % BLOCK == 0 { BLOCK } else { row_len };
-    let (unit, unit_blocks) = if row_len % BLOCK == 0 {
-        (CHUNK, CHUNK / BLOCK)
-    } else {
-        let k = (CHUNK / row_len).max(1);
-        (k * row_len, k * nb)
-    };
+    let (unit, unit_blocks, seg) = super::layout(row_len, BLOCK, CHUNK);
     let inner = super::for_items(
         x,
         values,
