@@ -169,3 +169,48 @@ pub(crate) fn layout(row_len: usize, block: usize, chunk: usize) -> (usize, usiz
         (k * row_len, k * row_len.div_ceil(block), row_len)
     }
 }
+
+/// A block conversion's per-call state: converts whole rows of `seg` elements (blocks cut
+/// from the start of each row) into values, element codes and scale codes.
+pub(crate) trait RowKernel<I: crate::Float, O: crate::Float>: Sync {
+    /// Convert one work item.
+    fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus;
+}
+
+/// One work item, compiled for the best instruction set ([`crate::simd`]).
+struct Item<'a, K, I, O> {
+    k: &'a K,
+    x: &'a [I],
+    seg: usize,
+    v: &'a mut [O],
+    c: &'a mut [u8],
+    s: &'a mut [u8],
+}
+
+impl<K: RowKernel<I, O>, I: crate::Float, O: crate::Float> crate::simd::Kernel
+    for Item<'_, K, I, O>
+{
+    type Output = BlockStatus;
+    #[inline(always)]
+    fn run(self) -> BlockStatus {
+        self.k.rows(self.x, self.seg, self.v, self.c, self.s)
+    }
+}
+
+/// Run a block conversion over every work item ([`layout`], [`for_items`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn convert<K: RowKernel<I, O>, I: crate::Float, O: crate::Float>(
+    k: &K,
+    x: &[I],
+    row_len: usize,
+    block: usize,
+    chunk: usize,
+    values: &mut [O],
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> BlockStatus {
+    let (unit, unit_blocks, seg) = layout(row_len, block, chunk);
+    for_items(x, values, codes, scales, unit, unit_blocks, |x, v, c, s| {
+        crate::simd::dispatch(Item { k, x, seg, v, c, s })
+    })
+}

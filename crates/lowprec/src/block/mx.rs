@@ -293,49 +293,20 @@ pub fn mx_quantize_into<I: Float, O: Float>(
         )));
     }
     let ctx = Ctx::<I>::new(opts);
-    let (unit, unit_blocks, seg) = super::layout(row_len, opts.block, CHUNK);
-    let st = super::for_items(
-        x,
-        values,
-        codes,
-        scales,
-        unit,
-        unit_blocks,
-        |xs, vs, cs, ss| {
-            crate::simd::dispatch(Rows {
-                ctx: &ctx,
-                x: xs,
-                seg,
-                v: vs,
-                c: cs,
-                s: ss,
-            })
-        },
-    );
+    let st = super::convert(&ctx, x, row_len, opts.block, CHUNK, values, codes, scales);
     Ok(st)
 }
 
 /// Elements per work item.
 const CHUNK: usize = 4096;
 
-/// One work item, compiled for the best instruction set ([`crate::simd`]).
-struct Rows<'a, I: Float, O: Float> {
-    ctx: &'a Ctx<I>,
-    x: &'a [I],
-    seg: usize,
-    v: &'a mut [O],
-    c: &'a mut [u8],
-    s: &'a mut [u8],
-}
-
-impl<I: Float, O: Float> crate::simd::Kernel for Rows<'_, I, O> {
-    type Output = BlockStatus;
+impl<I: Float, O: Float> super::RowKernel<I, O> for Ctx<I> {
     #[inline(always)]
-    fn run(self) -> BlockStatus {
-        if self.seg == self.ctx.opts.block && self.ctx.rounder.is_some() {
-            self.ctx.rows_exact(self.x, self.v, self.c, self.s)
+    fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+        if seg == self.opts.block && self.rounder.is_some() {
+            self.rows_exact(x, v, c, s)
         } else {
-            self.ctx.rows(self.x, self.seg, self.v, self.c, self.s)
+            self.rows_general(x, seg, v, c, s)
         }
     }
 }
@@ -500,7 +471,7 @@ impl<I: Float> Ctx<I> {
     /// all block scales first, then one rounding call for every element of the work item,
     /// then the values.
     #[inline(always)]
-    fn rows<O: Float>(
+    fn rows_general<O: Float>(
         &self,
         x: &[I],
         seg: usize,

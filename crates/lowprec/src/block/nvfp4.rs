@@ -165,25 +165,7 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
         Convention::Torchao => (amax as f32) / 2688.0f32,
     };
     let ctx = Ctx::new(opts.convention, g as f64);
-    let (unit, unit_blocks, seg) = super::layout(row_len, BLOCK, CHUNK);
-    let inner = super::for_items(
-        x,
-        values,
-        codes,
-        scales,
-        unit,
-        unit_blocks,
-        |xs, vs, cs, ss| {
-            crate::simd::dispatch(Rows {
-                ctx: &ctx,
-                x: xs,
-                seg,
-                v: vs,
-                c: cs,
-                s: ss,
-            })
-        },
-    );
+    let inner = super::convert(&ctx, x, row_len, BLOCK, CHUNK, values, codes, scales);
     st.saturated = inner.saturated;
     st.flushed = inner.flushed;
     Ok((g, st))
@@ -229,7 +211,7 @@ impl Ctx {
     /// step runs over the whole work item: block maxima, one E4M3 rounding of every block
     /// scale, every element divided by its block's scale, one E2M1 rounding, the values.
     #[inline(always)]
-    fn rows<I: Float, O: Float>(
+    fn rows_of<I: Float, O: Float>(
         &self,
         x: &[I],
         seg: usize,
@@ -324,21 +306,10 @@ impl Ctx {
     }
 }
 
-/// One work item, compiled for the best instruction set ([`crate::simd`]).
-struct Rows<'a, I: Float, O: Float> {
-    ctx: &'a Ctx,
-    x: &'a [I],
-    seg: usize,
-    v: &'a mut [O],
-    c: &'a mut [u8],
-    s: &'a mut [u8],
-}
-
-impl<I: Float, O: Float> crate::simd::Kernel for Rows<'_, I, O> {
-    type Output = BlockStatus;
+impl<I: Float, O: Float> super::RowKernel<I, O> for Ctx {
     #[inline(always)]
-    fn run(self) -> BlockStatus {
-        self.ctx.rows(self.x, self.seg, self.v, self.c, self.s)
+    fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+        self.rows_of(x, seg, v, c, s)
     }
 }
 
