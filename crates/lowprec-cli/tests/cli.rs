@@ -2,38 +2,12 @@
 //! informational commands, and bad input (one clear line on stderr, exit code 2, no output
 //! file left behind, the input untouched).
 
-use lowprec::io::npy::{self, Array, Data};
+mod common;
+
+use common::{fails as fails_all, hex, run, same, vectors, write_npy as write};
+use lowprec::io::npy::{self, Data};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_lowprec"))
-}
-
-fn run(args: &[&str]) -> Output {
-    bin().args(args).output().expect("run lowprec")
-}
-
-fn vectors() -> PathBuf {
-    std::env::var("LOWPREC_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        })
-}
-
-fn hex(s: &str) -> u64 {
-    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
-}
-
-fn same(a: f64, b: f64) -> bool {
-    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
-}
-
-fn write(path: &Path, shape: Vec<usize>, data: Data) {
-    npy::write(path, &Array { shape, data }).unwrap();
-}
+use std::path::Path;
 
 #[test]
 fn rounding_csv_through_the_cli() {
@@ -269,23 +243,9 @@ fn informational_commands_print_the_facts() {
     );
 }
 
-/// Run a command that must fail: exit code 2, one line on stderr, no output file.
+/// Run a command that must fail, with one output path.
 fn fails(args: &[&str], out: &Path, needle: &str) {
-    let o = run(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(!out.exists(), "{args:?} left {}", out.display());
-    let Ok(dir) = std::fs::read_dir(out.parent().unwrap()) else {
-        return;
-    };
-    let leftovers: Vec<_> = dir
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
-        .collect();
-    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    fails_all(args, &[out], needle);
 }
 
 #[test]

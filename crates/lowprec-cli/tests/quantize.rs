@@ -5,20 +5,15 @@
 //! metadata), and bad input (exit code 2, one line on stderr, no output file, no temporary
 //! file left).
 
+mod common;
+
+use common::{fails, hex, run, same, vectors, write_npy};
 use lowprec::block::pack::{pack, packed_len, unpack};
 use lowprec::io::npy::{self, Array, Data};
 use lowprec::io::safetensors::{self as st, Dtype, TensorOut};
 use lowprec::{FloatFormat, RoundOptions};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lowprec"))
-        .args(args)
-        .output()
-        .expect("run lowprec")
-}
+use std::path::Path;
 
 /// Run a command that must succeed; its stderr.
 fn ok(args: &[&str]) -> String {
@@ -30,26 +25,6 @@ fn ok(args: &[&str]) -> String {
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn vectors() -> PathBuf {
-    std::env::var("LOWPREC_VECTORS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-        })
-}
-
-fn hex(s: &str) -> u64 {
-    u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
-}
-
-fn same(a: f64, b: f64) -> bool {
-    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
-}
-
-fn write_npy(path: &Path, shape: Vec<usize>, data: Data) {
-    npy::write(path, &Array { shape, data }).unwrap();
 }
 
 fn read_npy(path: &Path) -> Array {
@@ -537,29 +512,6 @@ fn safetensors_round_trip() {
     }
 }
 
-/// Run a command that must fail: exit code 2, one line on stderr holding `needle`, none of
-/// `outs` written, no temporary file left in their folders.
-fn fails(args: &[&str], outs: &[&Path], needle: &str) {
-    let o = run(args);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
-    assert!(err.contains(needle), "{args:?}: `{needle}` not in {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    for out in outs {
-        assert!(!out.exists(), "{args:?} left {}", out.display());
-        let Ok(dir) = std::fs::read_dir(out.parent().unwrap()) else {
-            continue;
-        };
-        let leftovers: Vec<_> = dir
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
-            .collect();
-        assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
-    }
-}
-
-/// A `.safetensors` file from a JSON header (padded to 8 bytes) and a data section.
 fn raw_st(header: &str, data: &[u8]) -> Vec<u8> {
     let mut h = header.to_string();
     while h.len() % 8 != 0 {
