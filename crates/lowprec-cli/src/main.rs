@@ -27,6 +27,9 @@ use std::process::ExitCode;
   lowprec round fp8-e5m2 weights.npy -o rounded.npy --rounding sr --seed 7
   lowprec round fp4-e2m1 weights.npy -o codes.npy --codes
   lowprec verify --format fp8-e4m3
+  lowprec accumulate --acc bf16 --n 300 --dist ones --rows 1
+  lowprec gemm --m 512 --n 512 --k 512 --input-format fp8-e4m3 --acc bf16 --chunk 128
+  lowprec plot -o accumulation.svg
   lowprec bench --json
 
 Formats are named as in `lowprec formats` (aliases such as float8_e4m3fn or bfloat16 work too),
@@ -59,6 +62,12 @@ enum Command {
     Round(cmd::round::Args),
     /// Check the fast kernels against the exact reference on every binary32 bit pattern.
     Verify(cmd::verify::Args),
+    /// Sum rows in a low-precision accumulator (sequential, pairwise, Kahan, promotion): error table.
+    Accumulate(cmd::accumulate::Args),
+    /// Simulate C = A·B with low-precision inputs, products and accumulator: error table.
+    Gemm(cmd::gemm::Args),
+    /// Draw the error of accumulation as the number of terms grows (SVG).
+    Plot(cmd::plot::Args),
     /// Measure rounding and encoding speed (elements/s) beside the memory-copy rate.
     Bench(cmd::bench::Args),
 }
@@ -76,6 +85,9 @@ fn main() -> ExitCode {
         Command::Decode(a) => cmd::decode::run(&a),
         Command::Round(a) => cmd::round::run(&a),
         Command::Verify(a) => cmd::verify::run(&a),
+        Command::Accumulate(a) => cmd::accumulate::run(&a),
+        Command::Gemm(a) => cmd::gemm::run(&a),
+        Command::Plot(a) => cmd::plot::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
     };
     match result {

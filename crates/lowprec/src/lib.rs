@@ -36,6 +36,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod accum;
 pub mod block;
 pub mod error;
 pub mod format;
@@ -43,6 +44,7 @@ pub mod int;
 pub mod io;
 pub mod metrics;
 pub mod quant;
+pub mod reduce;
 pub mod reference;
 pub mod round;
 pub mod scheme;

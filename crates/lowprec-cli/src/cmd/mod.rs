@@ -1,11 +1,14 @@
 //! One module per subcommand, and the helpers they share.
 
+pub mod accumulate;
 pub mod bench;
 pub mod decode;
 pub mod dequantize;
 pub mod encode;
 pub mod formats;
+pub mod gemm;
 pub mod info;
+pub mod plot;
 pub mod quantize;
 pub mod report;
 pub mod round;
@@ -93,18 +96,63 @@ pub fn status_line(st: &lowprec::Status, n: usize) -> String {
     parts.join(", ")
 }
 
-/// `n` deterministic normal(0, 1) samples (SplitMix64 and Box–Muller): what weights and
-/// activations look like.
-pub fn normal_samples(n: usize, seed: u64) -> Vec<f32> {
+/// A deterministic stream of uniform numbers in (0, 1) (SplitMix64, 53 bits).
+fn uniform01(seed: u64) -> impl FnMut() -> f64 {
     let mut s = seed;
-    let mut u = || {
+    move || {
         s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = s;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         (((z ^ (z >> 31)) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    };
-    (0..n)
-        .map(|_| ((-2.0 * u().ln()).sqrt() * (2.0 * std::f64::consts::PI * u()).cos()) as f32)
+    }
+}
+
+/// `n` deterministic normal(0, 1) samples (SplitMix64 and Box–Muller): what weights and
+/// activations look like.
+pub fn normal_samples(n: usize, seed: u64) -> Vec<f32> {
+    samples(Dist::Normal, n, seed)
+        .into_iter()
+        .map(|v| v as f32)
         .collect()
+}
+
+/// A distribution of generated test data.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dist {
+    /// Every value 1.
+    Ones,
+    /// Normal(0, 1).
+    Normal,
+    /// Uniform on (0, 1): all positive, so errors accumulate.
+    Uniform,
+    /// exp(normal(0, 1)): positive, heavy-tailed.
+    Lognormal,
+}
+
+impl Dist {
+    /// The name used by the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dist::Ones => "ones",
+            Dist::Normal => "normal",
+            Dist::Uniform => "uniform",
+            Dist::Lognormal => "lognormal",
+        }
+    }
+}
+
+/// `n` deterministic samples of `dist` (SplitMix64; Box–Muller for the normal ones).
+pub fn samples(dist: Dist, n: usize, seed: u64) -> Vec<f64> {
+    let mut u = uniform01(seed);
+    let mut normal = move || (-2.0 * u().ln()).sqrt() * (2.0 * std::f64::consts::PI * u()).cos();
+    match dist {
+        Dist::Ones => vec![1.0; n],
+        Dist::Normal => (0..n).map(|_| normal()).collect(),
+        Dist::Uniform => {
+            let mut u = uniform01(seed);
+            (0..n).map(|_| u()).collect()
+        }
+        Dist::Lognormal => (0..n).map(|_| normal().exp()).collect(),
+    }
 }

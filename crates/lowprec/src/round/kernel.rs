@@ -401,6 +401,49 @@ pub(crate) fn elem<I: Float, const K: u8, const MODE: u8>(
     }
 }
 
+/// The value kernel of a running sum (binary64 lanes): the rounded value and the packed
+/// counts `inexact + (overflow << 21) + (underflow << 42)`, for signed formats with zero
+/// (fnuz included) and any input, NaN and ±Inf too (they give the values [`elem`] gives).
+#[inline(always)]
+pub(crate) fn value_flags<const K: u8, const MODE: u8>(
+    p: &Plan<f64>,
+    x: u64,
+    rnd: u64,
+) -> (f64, u64) {
+    let a = x & p.abs;
+    let neg = (x >> 63) == 1;
+    let (ord, rem_nz, vmag) = core::<f64, K, MODE>(p, a, x >> 63, rnd);
+    let over = ord > p.max_ord;
+    let finite = a < p.inf;
+    let keep = if ord == 0 { p.zero_sign_keep } else { u64::MAX };
+    let mut vb = vmag.to_bits() | (x & !p.abs & keep);
+    vb = u64::sel(over, pick(neg, p.val_ovf), vb);
+    let special = u64::sel(a == p.inf, pick(neg, p.val_inf), pick(neg, p.val_nan));
+    vb = u64::sel(finite, vb, special);
+    let flags = u64::from_bool(finite & (rem_nz | over))
+        + u64::sel(finite & over, 1 << 21, 0)
+        + u64::sel(finite & rem_nz & (a < p.min_normal), 1 << 42, 0);
+    (f64::from_bits(vb), flags)
+}
+
+/// The lean value kernel of a running sum: the rounded value, whether it is inexact, and an
+/// alarm (overflow, a NaN or ±Inf input, or an inexact result below the smallest normal)
+/// under which the value may be wrong and [`value_flags`] must redo the work. For the
+/// formats [`value_flags`] takes.
+#[inline(always)]
+pub(crate) fn value_lean<const K: u8, const MODE: u8>(
+    p: &Plan<f64>,
+    x: u64,
+    rnd: u64,
+) -> (f64, bool, bool) {
+    let a = x & p.abs;
+    let (ord, rem_nz, vmag) = core::<f64, K, MODE>(p, a, x >> 63, rnd);
+    let alarm = (ord > p.max_ord) | (a >= p.inf) | (rem_nz & (a < p.min_normal));
+    let keep = if ord == 0 { p.zero_sign_keep } else { u64::MAX };
+    let vb = vmag.to_bits() | (x & !p.abs & keep);
+    (f64::from_bits(vb), rem_nz, alarm)
+}
+
 /// The lean element kernel for plain formats (signed, with zero, not fnuz) and symmetric
 /// overflow results: exact for finite inputs; NaN and Inf inputs are fixed up afterwards.
 /// Returns (code, value, inexact, underflow, flushed, overflow, nonfinite).

@@ -39,8 +39,8 @@
 //! Tininess for the [`Status::underflow`] count is detected before rounding
 //! (`0 < |x| < min normal` and inexact).
 
-mod kernel;
-mod random;
+pub(crate) mod kernel;
+pub(crate) mod random;
 mod slice;
 pub(crate) mod types;
 

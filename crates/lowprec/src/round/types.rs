@@ -134,6 +134,8 @@ pub trait Float:
     fn sub(self, o: Self) -> Self;
     /// IEEE multiplication (round to nearest even).
     fn mul(self, o: Self) -> Self;
+    /// The slice as binary64 values when `Self` is `f64` (no copy), else `None`.
+    fn as_f64_slice(s: &[Self]) -> Option<&[f64]>;
 }
 
 impl Float for f32 {
@@ -142,6 +144,9 @@ impl Float for f32 {
     const BIAS: u32 = 127;
     const NAME: &'static str = "float32";
     const FORMAT: crate::FloatFormat = crate::FloatFormat::FP32;
+    fn as_f64_slice(_: &[f32]) -> Option<&[f64]> {
+        None
+    }
     #[inline(always)]
     fn to_bits(self) -> u32 {
         f32::to_bits(self)
@@ -186,6 +191,9 @@ impl Float for f64 {
     const BIAS: u32 = 1023;
     const NAME: &'static str = "float64";
     const FORMAT: crate::FloatFormat = crate::FloatFormat::FP64;
+    fn as_f64_slice(s: &[f64]) -> Option<&[f64]> {
+        Some(s)
+    }
     #[inline(always)]
     fn to_bits(self) -> u64 {
         f64::to_bits(self)

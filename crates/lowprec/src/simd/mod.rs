@@ -126,4 +126,92 @@ mod x86 {
     pub(super) unsafe fn avx2<K: Kernel>(k: K) -> K::Output {
         k.run()
     }
+
+    /// The 4 × 4 blocks of [`super::transpose_f64`] (`rows`, `cols` multiples of 4).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn transpose4(
+        src: &[f64],
+        src_stride: usize,
+        rows: usize,
+        cols: usize,
+        dst: &mut [f64],
+        dst_stride: usize,
+    ) {
+        use std::arch::x86_64::*;
+        for r in (0..rows).step_by(4) {
+            for c in (0..cols).step_by(4) {
+                // Each load and store goes through a checked 4-element slice.
+                let ld = |i: usize| {
+                    let s = &src[(r + i) * src_stride + c..][..4];
+                    _mm256_loadu_pd(s.as_ptr())
+                };
+                let (r0, r1, r2, r3) = (ld(0), ld(1), ld(2), ld(3));
+                let t0 = _mm256_unpacklo_pd(r0, r1);
+                let t1 = _mm256_unpackhi_pd(r0, r1);
+                let t2 = _mm256_unpacklo_pd(r2, r3);
+                let t3 = _mm256_unpackhi_pd(r2, r3);
+                let cols4 = [
+                    _mm256_permute2f128_pd::<0x20>(t0, t2),
+                    _mm256_permute2f128_pd::<0x20>(t1, t3),
+                    _mm256_permute2f128_pd::<0x31>(t0, t2),
+                    _mm256_permute2f128_pd::<0x31>(t1, t3),
+                ];
+                for (i, v) in cols4.iter().enumerate() {
+                    let d = &mut dst[(c + i) * dst_stride + r..][..4];
+                    _mm256_storeu_pd(d.as_mut_ptr(), *v);
+                }
+            }
+        }
+    }
+}
+
+/// `dst[c · dst_stride + r] = src[r · src_stride + c]` for `r < rows`, `c < cols`: a
+/// transposition, by 4 × 4 register blocks (AVX2 shuffles) where the CPU has AVX2, element by
+/// element elsewhere. The same values either way (it only moves them).
+///
+/// # Panics
+///
+/// If either slice is too short for its shape (an internal error: callers size them).
+pub(crate) fn transpose_f64(
+    src: &[f64],
+    src_stride: usize,
+    rows: usize,
+    cols: usize,
+    dst: &mut [f64],
+    dst_stride: usize,
+) {
+    if rows == 0 || cols == 0 {
+        return;
+    }
+    assert!(src_stride >= cols && dst_stride >= rows);
+    assert!(src.len() >= (rows - 1) * src_stride + cols);
+    assert!(dst.len() >= (cols - 1) * dst_stride + rows);
+    let (r4, c4) = (rows / 4 * 4, cols / 4 * 4);
+    #[cfg(target_arch = "x86_64")]
+    if active() >= Level::Avx2 {
+        // SAFETY: AVX2 was detected (`active()` never exceeds `detected()`); the function
+        // reads and writes only through bounds-checked slices of `src` and `dst`.
+        unsafe { x86::transpose4(src, src_stride, r4, c4, dst, dst_stride) };
+    } else {
+        transpose_scalar(src, src_stride, 0..r4, 0..c4, dst, dst_stride);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    transpose_scalar(src, src_stride, 0..r4, 0..c4, dst, dst_stride);
+    transpose_scalar(src, src_stride, r4..rows, 0..cols, dst, dst_stride);
+    transpose_scalar(src, src_stride, 0..r4, c4..cols, dst, dst_stride);
+}
+
+fn transpose_scalar(
+    src: &[f64],
+    src_stride: usize,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+    dst: &mut [f64],
+    dst_stride: usize,
+) {
+    for r in rows {
+        for c in cols.clone() {
+            dst[c * dst_stride + r] = src[r * src_stride + c];
+        }
+    }
 }
