@@ -28,6 +28,7 @@ use std::process::ExitCode;
   lowprec round fp4-e2m1 weights.npy -o codes.npy --codes
   lowprec verify --format fp8-e4m3
   lowprec bench --json
+  lowprec soliton --amplitude 1e-20 --amplitude 1e20
 
 Formats are named as in `lowprec formats` (aliases such as float8_e4m3fn or bfloat16 work too),
 or written as [u]e<E>m<M>[b<BIAS>][:ieee|fn|fnuz|none][:nozero], e.g. e4m3b7:fn or e3m4:ieee."
@@ -61,6 +62,8 @@ enum Command {
     Verify(cmd::verify::Args),
     /// Measure rounding and encoding speed (elements/s) beside the memory-copy rate.
     Bench(cmd::bench::Args),
+    /// Range-safe binary32 end to end: the NLS soliton in binary64, binary32 by the rules, naive binary32.
+    Soliton(cmd::soliton::Args),
 }
 
 fn main() -> ExitCode {
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Round(a) => cmd::round::run(&a),
         Command::Verify(a) => cmd::verify::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
+        Command::Soliton(a) => cmd::soliton::run(&a),
     };
     match result {
         Ok(code) => code,

@@ -32,6 +32,7 @@
 //! | [`int`] | two's complement, wrapping and saturating integers, bit strings |
 //! | [`mod@reference`] | a slow, exact reference rounding that the tests hold the kernels to |
 //! | [`io`] | `.npy` files |
+//! | [`range`] | range-safe binary32: precision record, block exponents, coefficients, pairwise / prefix / scaled-square sums, a soliton solver that proves them |
 //! | [`simd`] | runtime instruction-set dispatch (the only `unsafe`) |
 
 #![deny(unsafe_code)]
@@ -43,6 +44,7 @@ pub mod int;
 pub mod io;
 pub mod metrics;
 pub mod quant;
+pub mod range;
 pub mod reference;
 pub mod round;
 pub mod scheme;

@@ -9,6 +9,7 @@ pub mod info;
 pub mod quantize;
 pub mod report;
 pub mod round;
+pub mod soliton;
 pub mod tour;
 pub mod verify;
 
