@@ -31,6 +31,7 @@ use std::process::ExitCode;
   lowprec gemm --m 512 --n 512 --k 512 --input-format fp8-e4m3 --acc bf16 --chunk 128
   lowprec plot -o accumulation.svg
   lowprec bench --json
+  lowprec soliton --amplitude 1e-20 --amplitude 1e20
 
 Formats are named as in `lowprec formats` (aliases such as float8_e4m3fn or bfloat16 work too),
 or written as [u]e<E>m<M>[b<BIAS>][:ieee|fn|fnuz|none][:nozero], e.g. e4m3b7:fn or e3m4:ieee."
@@ -70,6 +71,8 @@ enum Command {
     Plot(cmd::plot::Args),
     /// Measure rounding and encoding speed (elements/s) beside the memory-copy rate.
     Bench(cmd::bench::Args),
+    /// Range-safe binary32 end to end: the NLS soliton in binary64, binary32 by the rules, naive binary32.
+    Soliton(cmd::soliton::Args),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
         Command::Gemm(a) => cmd::gemm::run(&a),
         Command::Plot(a) => cmd::plot::run(&a),
         Command::Bench(a) => cmd::bench::run(&a),
+        Command::Soliton(a) => cmd::soliton::run(&a),
     };
     match result {
         Ok(code) => code,

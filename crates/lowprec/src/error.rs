@@ -105,6 +105,10 @@ pub enum Error {
     /// A malformed or unsupported file.
     #[error("{0}")]
     BadFile(String),
+
+    /// A refusal or range error of the binary32 range rules ([`crate::range`]).
+    #[error(transparent)]
+    Range(crate::range::RangeError),
 }
 
 /// `Result` with [`enum@Error`].

@@ -31,7 +31,14 @@
 //! | [`round`] | modes, overflow policy, [`Status`]; scalar and slice rounding, encoding, decoding |
 //! | [`int`] | two's complement, wrapping and saturating integers, bit strings |
 //! | [`mod@reference`] | a slow, exact reference rounding that the tests hold the kernels to |
-//! | [`io`] | `.npy` files |
+//! | [`io`] | `.npy` and `.safetensors` files, atomic writes |
+//! | [`block`] | OCP MX and NVFP4 block scaling, per-tensor scaling, bit packing |
+//! | [`quant`] | affine integer quantization per tensor, channel or group, clipping |
+//! | [`scheme`] | named quantization schemes (`mxfp4`, `nvfp4`, `int4:group=128`, …) |
+//! | [`accum`] | accumulation in a low-precision format (sequential, pairwise, Kahan, promotion); dot products and GEMM |
+//! | [`reduce`] | stable softmax (online, mergeable) and variance (Welford, Chan's merge) |
+//! | [`metrics`] | relative error, SQNR, max abs error |
+//! | [`range`] | range-safe binary32: precision record, block exponents, coefficients, pairwise / prefix / scaled-square sums, a soliton solver that proves them |
 //! | [`simd`] | runtime instruction-set dispatch (the only `unsafe`) |
 
 #![deny(unsafe_code)]
@@ -44,6 +51,7 @@ pub mod int;
 pub mod io;
 pub mod metrics;
 pub mod quant;
+pub mod range;
 pub mod reduce;
 pub mod reference;
 pub mod round;
