@@ -43,6 +43,37 @@ pub fn max_abs_error(approx: &[f64], exact: &[f64]) -> f64 {
         .fold(0.0, |m, d| if d > m || d.is_nan() { d } else { m })
 }
 
+/// The spacing of `fmt` at `x`: `2^(max(⌊log2 |x|⌋, emin) − m)` (the ulp of the binade that
+/// holds `|x|`, the subnormal spacing below the normal range); `NaN` for a non-finite `x`.
+///
+/// ```
+/// use lowprec::{metrics::ulp, FloatFormat};
+/// assert_eq!(ulp(&FloatFormat::BF16, 300.0), 2.0);
+/// assert_eq!(ulp(&FloatFormat::FP8_E4M3, 0.0), 2f64.powi(-9));
+/// ```
+pub fn ulp(fmt: &crate::FloatFormat, x: f64) -> f64 {
+    if !x.is_finite() {
+        return f64::NAN;
+    }
+    let e = crate::range::exponent_of(x).map_or(fmt.emin(), |e| e.max(fmt.emin()));
+    crate::format::pow2(e - fmt.man_bits() as i32)
+}
+
+/// `max |approx − exact| / ulp(exact)` in `fmt`'s units in the last place: 0.5 for a correctly
+/// rounded result at worst; NaN if any difference or exact value is not finite.
+///
+/// ```
+/// use lowprec::{metrics::max_ulp_error, FloatFormat};
+/// assert_eq!(max_ulp_error(&[256.0], &[300.0], &FloatFormat::BF16), 22.0);
+/// ```
+pub fn max_ulp_error(approx: &[f64], exact: &[f64], fmt: &crate::FloatFormat) -> f64 {
+    approx
+        .iter()
+        .zip(exact)
+        .map(|(a, e)| (a - e).abs() / ulp(fmt, *e))
+        .fold(0.0, |m, d| if d > m || d.is_nan() { d } else { m })
+}
+
 /// `(Σ (a − e)², Σ e²)`, scaled so that neither overflows nor underflows for any finite
 /// input (both sums are taken relative to the largest `|e|` and `|a − e|`).
 fn sums(approx: &[f64], exact: &[f64]) -> (f64, f64) {

@@ -84,12 +84,15 @@ pub struct Line {
     pub sum0: f64,
     /// The first row's exact sum (rounded once to binary64).
     pub exact0: f64,
-    /// Mean of |ŝ − s|/|s| over rows with s ≠ 0.
+    /// Mean of |ŝ − s|/|s| over rows with s ≠ 0 and a finite ŝ (the error columns leave out
+    /// the rows counted in `nonfinite_rows`).
     pub mean_rel_error: f64,
     /// Largest |ŝ − s|/|s|.
     pub max_rel_error: f64,
     /// Largest |ŝ − s| / Σ|x|: what the classical bound limits.
     pub max_normalized_error: f64,
+    /// Largest |ŝ − s| in units in the last place of the accumulator at s.
+    pub max_ulp_error: f64,
     /// The classical bound of the method (γ_n for sequential, …).
     pub bound: f64,
     /// Counts of the additions.
@@ -112,14 +115,20 @@ pub fn line(x: &[f64], n: usize, opts: &AccumOptions) -> Result<(Line, Vec<f64>)
     let rows = sums.len();
     let (mut sum_rel, mut cnt, mut max_rel, mut max_norm) = (0.0, 0u64, 0f64, 0f64);
     let mut exact0 = 0.0;
+    let mut exact = Vec::with_capacity(rows);
     for (r, &s) in sums.iter().enumerate() {
         let row = &x[r * n..(r + 1) * n];
         let e = exact_sum(row);
+        exact.push(e);
         if r == 0 {
             exact0 = e;
         }
         let abs: f64 = exact_sum(&row.iter().map(|v| v.abs()).collect::<Vec<_>>());
         let d = (s - e).abs();
+        if !s.is_finite() {
+            // counted in `nonfinite_rows`; the error columns describe the finite sums
+            continue;
+        }
         if e != 0.0 {
             let rel = d / e.abs();
             sum_rel += rel;
@@ -129,10 +138,19 @@ pub fn line(x: &[f64], n: usize, opts: &AccumOptions) -> Result<(Line, Vec<f64>)
         if abs > 0.0 {
             max_norm = max_norm.max(d / abs);
         }
-        if d.is_nan() {
-            max_rel = f64::NAN;
-            max_norm = f64::NAN;
-        }
+    }
+    let finite: Vec<(f64, f64)> = sums
+        .iter()
+        .zip(&exact)
+        .filter(|(s, _)| s.is_finite())
+        .map(|(s, e)| (*s, *e))
+        .collect();
+    let (fs, fe): (Vec<f64>, Vec<f64>) = finite.into_iter().unzip();
+    if fs.is_empty() && rows > 0 {
+        // no finite sum: no error to describe
+        (max_rel, max_norm) = (f64::NAN, f64::NAN);
+        cnt = 0;
+        sum_rel = f64::NAN;
     }
     let l = Line {
         acc: opts.acc.name().into_owned(),
@@ -144,9 +162,20 @@ pub fn line(x: &[f64], n: usize, opts: &AccumOptions) -> Result<(Line, Vec<f64>)
         n,
         sum0: sums.first().copied().unwrap_or(0.0),
         exact0,
-        mean_rel_error: if cnt > 0 { sum_rel / cnt as f64 } else { 0.0 },
+        mean_rel_error: if cnt > 0 {
+            sum_rel / cnt as f64
+        } else if sum_rel.is_nan() {
+            f64::NAN
+        } else {
+            0.0
+        },
         max_rel_error: max_rel,
         max_normalized_error: max_norm,
+        max_ulp_error: if fs.is_empty() && rows > 0 {
+            f64::NAN
+        } else {
+            lowprec::metrics::max_ulp_error(&fs, &fe, &opts.acc)
+        },
         bound: error_bound(opts, n as u64),
         inexact: st.inexact,
         overflow: st.overflow,
@@ -168,6 +197,7 @@ pub fn render(lines: &[Line]) -> String {
         "max rel err",
         "max err/Σ|x|",
         "bound",
+        "max ulp err",
         "inexact adds",
         "overflow",
         "non-finite rows",
@@ -193,6 +223,7 @@ pub fn render(lines: &[Line]) -> String {
             e(l.max_rel_error),
             e(l.max_normalized_error),
             e(l.bound),
+            format!("{:.1}", l.max_ulp_error),
             l.inexact.to_string(),
             l.overflow.to_string(),
             l.nonfinite_rows.to_string(),
@@ -246,11 +277,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 bail!("--n and --rows must be at least 1");
             }
             let x = samples(a.dist, a.rows * a.n, a.data_seed);
-            (
-                x,
-                a.n,
-                format!("{} rows × {} {} values", a.rows, a.n, a.dist.name()),
-            )
+            let rows = if a.rows == 1 {
+                "1 row".to_string()
+            } else {
+                format!("{} rows", a.rows)
+            };
+            (x, a.n, format!("{rows} × {} {} values", a.n, a.dist.name()))
         }
     };
 

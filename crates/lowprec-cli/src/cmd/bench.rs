@@ -29,6 +29,10 @@ pub struct Args {
     /// none), on rows of 4096.
     #[arg(long = "scheme", short = 's')]
     pub schemes: Vec<String>,
+    /// Skip the accumulation and GEMM records (BF16 sums of a 64 × 4096 block, a
+    /// 512 × 512 × 512 GEMM with FP8 inputs, a BF16 accumulator and FP32 promotion every 128).
+    #[arg(long)]
+    pub no_accum: bool,
 }
 
 /// The default schemes of `lowprec bench`.
@@ -198,6 +202,63 @@ fn measure(
         };
         rec("quantize", name, "rne", "f32", buffer, t);
     }
+    if !a.no_accum {
+        out.extend(measure_accum(a.reps, threads)?);
+    }
+    Ok(out)
+}
+
+/// Accumulation records (rounded additions/s) and the GEMM record (multiply-adds/s).
+fn measure_accum(reps: usize, threads: usize) -> Result<Vec<Record>> {
+    use lowprec::accum::{accumulate_into, gemm_product, AccumOptions, GemmOptions, Method};
+    let mut out = vec![];
+    let record = |op: &str, f: &str, r: &str, elements: usize, (best, med): (f64, f64)| Record {
+        op: op.into(),
+        format: f.into(),
+        rounding: r.into(),
+        input: "f64".into(),
+        threads,
+        elements,
+        elements_per_s: elements as f64 / best,
+        median_elements_per_s: elements as f64 / med,
+        buffer: "preallocated".into(),
+    };
+    let (rows, cols) = (64, 4096);
+    let x = super::samples(super::Dist::Normal, rows * cols, 7);
+    let mut sums = vec![0.0; rows];
+    for (name, method, mode) in [
+        ("sequential", Method::Sequential, RoundingMode::NearestEven),
+        ("sequential", Method::Sequential, RoundingMode::Stochastic),
+        ("pairwise", Method::Pairwise, RoundingMode::NearestEven),
+        ("kahan", Method::Kahan, RoundingMode::NearestEven),
+    ] {
+        let o = AccumOptions::new(FloatFormat::BF16)
+            .method(method)
+            .rounding(RoundOptions::new(mode));
+        let t = time(reps, || drop(accumulate_into(&x, cols, &mut sums, &o)));
+        out.push(record(
+            &format!("accumulate {name}"),
+            "bf16",
+            mode.short_name(),
+            rows * cols,
+            t,
+        ));
+    }
+    let n = 512;
+    let ab = super::samples(super::Dist::Normal, 2 * n * n, 8);
+    let o = GemmOptions::new(FloatFormat::BF16)
+        .input(lowprec::scheme::Scheme::Cast(FloatFormat::FP8_E4M3))
+        .chunk(128);
+    let t = time(reps.min(3), || {
+        drop(gemm_product(&ab[..n * n], &ab[n * n..], n, n, n, &o))
+    });
+    out.push(record(
+        "gemm 512³ fp8 in, promote 128",
+        "bf16",
+        "rne",
+        n * n * n,
+        t,
+    ));
     Ok(out)
 }
 
@@ -255,7 +316,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{} elements, normal(0,1) data, simd level {}, best of {} (median in brackets), G elements/s",
+        "{} elements (accumulate: 64 × 4096 additions; gemm: multiply-adds), normal(0,1) data, simd level {}, best of {} (median in brackets), G elements/s",
         n,
         lowprec::simd::active().name(),
         a.reps

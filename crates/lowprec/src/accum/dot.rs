@@ -183,7 +183,8 @@ pub struct GemmReport {
 /// The most terms of a product that the kernels number for stochastic rounding.
 const MAX_K: usize = 1 << 28;
 
-/// Simulate `C = A·B` for row-major `A` (`m × k`) and `B` (`k × n`).
+/// Simulate `C = A·B` for row-major `A` (`m × k`) and `B` (`k × n`) and compare it with the
+/// reference product of the rounded inputs.
 ///
 /// # Errors
 ///
@@ -197,6 +198,37 @@ pub fn gemm(
     k: usize,
     opts: &GemmOptions,
 ) -> Result<GemmReport> {
+    let (c, status, ax, bx) = simulate(a, b, m, n, k, opts)?;
+    report(c, status, &ax, &bx, m, n, k, opts)
+}
+
+/// The simulated `C` alone (no reference): `(C, counts)`.
+///
+/// # Errors
+///
+/// As [`gemm`].
+pub fn gemm_product(
+    a: &[f64],
+    b: &[f64],
+    m: usize,
+    n: usize,
+    k: usize,
+    opts: &GemmOptions,
+) -> Result<(Vec<f64>, Status)> {
+    let (c, status, _, _) = simulate(a, b, m, n, k, opts)?;
+    Ok((c, status))
+}
+
+/// `C`, the counts, and the rounded inputs.
+#[allow(clippy::type_complexity)]
+fn simulate(
+    a: &[f64],
+    b: &[f64],
+    m: usize,
+    n: usize,
+    k: usize,
+    opts: &GemmOptions,
+) -> Result<(Vec<f64>, Status, Vec<f64>, Vec<f64>)> {
     if a.len() != m * k || b.len() != k * n {
         return Err(Error::InvalidArgument(format!(
             "A holds {} values and B {}; for m = {m}, n = {n}, k = {k} they need {} and {}",
@@ -255,7 +287,22 @@ pub fn gemm(
             })
             .reduce(Status::default, |x, y| x + y)
     };
-    let (exact, inexact_products, sums) = reference_product(&ax, &bx, m, n, k);
+    Ok((c, status, ax, bx))
+}
+
+/// The error table of a simulated `C` against the reference product.
+#[allow(clippy::too_many_arguments)]
+fn report(
+    c: Vec<f64>,
+    status: Status,
+    ax: &[f64],
+    bx: &[f64],
+    m: usize,
+    n: usize,
+    k: usize,
+    opts: &GemmOptions,
+) -> Result<GemmReport> {
+    let (exact, inexact_products, sums) = reference_product(ax, bx, m, n, k);
     let mut st = status;
     st.nan = c.iter().filter(|v| v.is_nan()).count() as u64;
     st.infinite = c.iter().filter(|v| v.is_infinite()).count() as u64;

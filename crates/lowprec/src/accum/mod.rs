@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | [`Method::Sequential`] | `s ← round(s + x_j)` | `γ_(n−1) Σ|x_j|`, `γ_n = nu/(1 − nu)` |
 //! | [`Method::Pairwise`] | level by level: `x'_i = round(x_2i + x_2i+1)`, an odd level padded with one `0` | `γ_⌈log2 n⌉ Σ|x_j|` |
-//! | [`Method::Kahan`] | `y = round(x_j − c)`, `t = round(s + y)`, `c = round(round(t − s) − y)`, `s = t` | `(2u + O(nu²)) Σ|x_j|` |
+//! | [`Method::Kahan`] | `y = round(x_j − c)`, `t = round(s + y)`, `c = round(round(t − s) − y)`, `s = t` | `(2u + O(nu²)) Σ|x_j|`; lowprec reports and tests `2u + 4nu²` |
 //!
 //! With `chunk = N > 0` (chunked promotion, as DeepSeek-V3's FP8 GEMM every 128 terms) each
 //! run of `N` terms is summed by the method from zero, and the partial sum is added into a
@@ -30,7 +30,7 @@ pub mod dot;
 mod rows;
 
 pub use adder::Adder;
-pub use dot::{gemm, GemmOptions, GemmReport, Order};
+pub use dot::{gemm, gemm_product, GemmOptions, GemmReport, Order};
 
 use crate::error::{Error, Result};
 use crate::format::FloatFormat;
@@ -365,7 +365,7 @@ pub fn error_bound(opts: &AccumOptions, n: u64) -> f64 {
     let inner = |m: u64| match opts.method {
         Method::Sequential => gamma(m, u),
         Method::Pairwise => gamma(ceil_log2(m), u),
-        Method::Kahan => 2.0 * u + gamma(4 * m, u) * gamma(4 * m, u),
+        Method::Kahan => 2.0 * u + 4.0 * m as f64 * u * u,
     };
     if opts.chunk == 0 || opts.chunk as u64 >= n {
         inner(n)
