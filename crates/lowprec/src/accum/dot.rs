@@ -202,6 +202,32 @@ pub fn gemm(
     report(c, status, &ax, &bx, m, n, k, opts)
 }
 
+/// A simulated dot product `Σ a_l b_l` (a 1 × 1 [`gemm`] with `k = a.len()`): the value and
+/// the full report.
+///
+/// ```
+/// use lowprec::accum::{dot, GemmOptions};
+/// use lowprec::FloatFormat;
+/// let (v, r) = dot(&[1.0; 300], &[1.0; 300], &GemmOptions::new(FloatFormat::BF16))?;
+/// assert_eq!((v, r.exact[0]), (256.0, 300.0));
+/// # Ok::<(), lowprec::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`gemm`], and for vectors of different lengths.
+pub fn dot(a: &[f64], b: &[f64], opts: &GemmOptions) -> Result<(f64, GemmReport)> {
+    if a.len() != b.len() {
+        return Err(Error::InvalidArgument(format!(
+            "dot of vectors of {} and {} values; give vectors of one length",
+            a.len(),
+            b.len()
+        )));
+    }
+    let r = gemm(a, b, 1, 1, a.len(), opts)?;
+    Ok((r.c[0], r))
+}
+
 /// The simulated `C` alone (no reference): `(C, counts)`.
 ///
 /// # Errors

@@ -30,7 +30,7 @@ pub mod dot;
 mod rows;
 
 pub use adder::Adder;
-pub use dot::{gemm, gemm_product, GemmOptions, GemmReport, Order};
+pub use dot::{dot, gemm, gemm_product, GemmOptions, GemmReport, Order};
 
 use crate::error::{Error, Result};
 use crate::format::FloatFormat;
