@@ -41,11 +41,12 @@
 //! with 1 and 2 threads).
 
 use super::element::{pow2_pair, Element, Real};
-use super::exponent::block_exponent;
+use super::exponent::exponent_of;
 use super::RangeError;
-use crate::simd::{dispatch, Kernel};
+use crate::simd::{columns4, dispatch, stream8, transpose16, Kernel};
 use rayon::prelude::*;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The number of terms from which the sums run on several threads.
 pub const PARALLEL_THRESHOLD: usize = 1 << 18;
@@ -262,17 +263,203 @@ pub fn prefix_sum_into<T: Element>(values: &[T], out: &mut [T]) -> Result<(), Ra
     Ok(())
 }
 
-/// Levels with shifts below `2^LOW_LEVELS` run on tiles along the axis (with a halo);
-/// the rest on column strips of rows of `2^LOW_LEVELS` entries.
-const LOW_LEVELS: u32 = 12;
+/// Lanes of one vector of the scan kernels.
+const LANES: usize = 16;
+/// Vectors of a block of the streaming kernels (the longest delay, in vectors or rows).
+const BLOCK: usize = 8;
+/// Levels done on the whole axis by [`Stream8`] (shifts `1 … 128`).
+const STREAM_LEVELS: u32 = 8;
+/// Entries of one row of the tiles' column levels (shifts `256 … 2048`, [`Columns4`]).
+const TILE_ROW: usize = 1 << STREAM_LEVELS;
+/// Levels done on the tiles: shifts below `ROW` (the last one, shift `ROW / 2`, as the
+/// tile is written out).
+const TILE_LEVELS: u32 = STREAM_LEVELS + 5;
+/// The row length of the matrix view whose columns take the levels with shifts `≥ ROW`.
+const ROW: usize = 1 << TILE_LEVELS;
 /// Outputs per tile of the low levels.
-const TILE: usize = 1 << 15;
-/// Columns per strip of the high levels, and columns per parallel group of strips.
-const STRIP: usize = 16;
-const GROUP: usize = 256;
+const TILE: usize = 1 << 16;
+/// Columns per strip of the high levels.
+const STRIP: usize = 128;
+/// Below this many values the scan runs level by level.
+const SMALL: usize = 1 << 10;
+
+/// One vector of lanes.
+type V<T> = [T; LANES];
+
+/// `-0` in every part: `x + (-0)` is `x` for every number `x` (`-0` included; a NaN stays
+/// a NaN), so an entry with no predecessor (the scan copies it) can add it.
+#[inline(always)]
+fn neg_zero<T: Element>() -> T {
+    T::ZERO.mul_real(T::Real::from_f64(-0.0))
+}
+
+/// `a + b`, lane by lane.
+#[inline(always)]
+fn vadd<T: Element>(a: &V<T>, b: &V<T>) -> V<T> {
+    std::array::from_fn(|l| a[l] + b[l])
+}
+
+/// `cur[l] + cur[l − S]`, lanes `l < S` taking `prev[LANES − S + l]` (the vector before).
+#[inline(always)]
+fn shift_add<T: Element, const S: usize>(cur: &V<T>, prev: &V<T>) -> V<T> {
+    std::array::from_fn(|l| {
+        cur[l]
+            + if l >= S {
+                cur[l - S]
+            } else {
+                prev[LANES - S + l]
+            }
+    })
+}
+
+/// The vector at `s[at..]`.
+#[inline(always)]
+fn load<T: Element>(s: &[T], at: usize) -> V<T> {
+    s[at..at + LANES].try_into().expect("LANES entries")
+}
+
+/// Write `v` at `s[at..]`.
+#[inline(always)]
+fn store<T: Element>(s: &mut [T], at: usize, v: &V<T>) {
+    s[at..at + LANES].copy_from_slice(v);
+}
+
+/// The state of four delay levels with delays `1, 2, 4, 8` (in vectors or rows): `dK`
+/// holds the inputs of the level of delay `K` for the last `K` steps.
+struct Delays<T> {
+    d1: [V<T>; 1],
+    d2: [V<T>; 2],
+    d4: [V<T>; 4],
+    d8: [V<T>; 8],
+}
+
+impl<T: Element> Delays<T> {
+    #[inline(always)]
+    fn new() -> Self {
+        let z = [neg_zero::<T>(); LANES];
+        Delays {
+            d1: [z; 1],
+            d2: [z; 2],
+            d4: [z; 4],
+            d8: [z; 8],
+        }
+    }
+
+    /// Step `k` (mod 8) of the four levels on `v`.
+    #[inline(always)]
+    fn step(&mut self, k: usize, v: V<T>) -> V<T> {
+        let v1 = vadd(&v, &self.d1[0]);
+        self.d1[0] = v;
+        let v2 = vadd(&v1, &self.d2[k % 2]);
+        self.d2[k % 2] = v1;
+        let v3 = vadd(&v2, &self.d4[k % 4]);
+        self.d4[k % 4] = v2;
+        let v4 = vadd(&v3, &self.d8[k % 8]);
+        self.d8[k % 8] = v3;
+        v4
+    }
+
+    /// Steps `0 … 7` on a block of eight vectors.
+    #[inline(always)]
+    fn block(&mut self, b: &mut [V<T>; BLOCK]) {
+        for (k, v) in b.iter_mut().enumerate() {
+            *v = self.step(k, *v);
+        }
+    }
+}
+
+/// The first eight levels (shifts `1 … 128`) streamed along `src` into `dst` (as long,
+/// a multiple of `LANES`): `dst[i]` is the scan's level-8 entry of `src` taken as the
+/// whole axis.
+struct Stream8<'a, T> {
+    src: &'a [T],
+    dst: &'a mut [T],
+}
+
+impl<T: Element> Kernel for Stream8<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let (src, dst) = (self.src, self.dst);
+        let z = [neg_zero::<T>(); LANES];
+        let mut p = [z; 4];
+        let mut d = Delays::new();
+        let step = BLOCK * LANES;
+        let full = src.len() / step * step;
+        for at in (0..full).step_by(step) {
+            let mut b: [V<T>; BLOCK] = std::array::from_fn(|k| load(src, at + k * LANES));
+            stream_block(&mut p, &mut d, &mut b);
+            for (k, v) in b.iter().enumerate() {
+                store(dst, at + k * LANES, v);
+            }
+        }
+        if full < src.len() {
+            let mut tail = [z; BLOCK];
+            let flat = tail.as_flattened_mut();
+            let rest = src.len() - full;
+            flat[..rest].copy_from_slice(&src[full..]);
+            stream_block(&mut p, &mut d, &mut tail);
+            let room = dst.len() - full;
+            dst[full..].copy_from_slice(&tail.as_flattened()[..room]);
+        }
+    }
+}
+
+/// The eight levels of [`Stream8`] on one block: `p` holds the last vector fed to each of
+/// the in-vector levels (shifts `1, 2, 4, 8`), `d` the delays of the next four.
+#[inline(always)]
+fn stream_block<T: Element>(p: &mut [V<T>; 4], d: &mut Delays<T>, b: &mut [V<T>; BLOCK]) {
+    for v in b.iter_mut() {
+        let v1 = shift_add::<T, 1>(v, &p[0]);
+        p[0] = *v;
+        let v2 = shift_add::<T, 2>(&v1, &p[1]);
+        p[1] = v1;
+        let v3 = shift_add::<T, 4>(&v2, &p[2]);
+        p[2] = v2;
+        *v = shift_add::<T, 8>(&v3, &p[3]);
+        p[3] = v3;
+    }
+    d.block(b);
+}
+
+/// Four column levels (row shifts `1, 2, 4, 8`) in place on the first `rows` rows of
+/// `buf`, rows of `row` entries (a multiple of `LANES`), streamed down each column.
+struct Columns4<'a, T> {
+    buf: &'a mut [T],
+    row: usize,
+    rows: usize,
+}
+
+impl<T: Element> Kernel for Columns4<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let (buf, row, rows) = (self.buf, self.row, self.rows);
+        let full = rows / BLOCK * BLOCK;
+        for c in (0..row).step_by(LANES) {
+            let mut d = Delays::new();
+            for r0 in (0..full).step_by(BLOCK) {
+                let mut b: [V<T>; BLOCK] = std::array::from_fn(|k| load(buf, (r0 + k) * row + c));
+                d.block(&mut b);
+                for (k, v) in b.iter().enumerate() {
+                    store(buf, (r0 + k) * row + c, v);
+                }
+            }
+            if full < rows {
+                let mut b = [[neg_zero::<T>(); LANES]; BLOCK];
+                for (k, v) in b.iter_mut().enumerate().take(rows - full) {
+                    *v = load(buf, (full + k) * row + c);
+                }
+                d.block(&mut b);
+                for (k, v) in b.iter().enumerate().take(rows - full) {
+                    store(buf, (full + k) * row + c, v);
+                }
+            }
+        }
+    }
+}
 
 /// `dst[j] = src[j] + src[j - s]` for `j ≥ s`, `dst[j] = src[j]` below.
-#[inline(always)]
 fn level<T: Element>(src: &[T], dst: &mut [T], s: usize) {
     let s = s.min(src.len());
     dst[..s].copy_from_slice(&src[..s]);
@@ -281,133 +468,254 @@ fn level<T: Element>(src: &[T], dst: &mut [T], s: usize) {
     }
 }
 
-/// The low levels for the outputs `[t0, t0 + out.len())`.
-struct LowTile<'a, T> {
-    values: &'a [T],
-    t0: usize,
+/// The scan level by level, for short axes.
+fn scan_small<T: Element>(values: &[T], out: &mut [T]) {
+    let mut tmp = values.to_vec();
+    let (mut src, mut dst) = (&mut tmp[..], &mut *out);
+    let mut s = 1;
+    let mut in_out = false;
+    while s < values.len() {
+        level(src, dst, s);
+        std::mem::swap(&mut src, &mut dst);
+        in_out = !in_out;
+        s *= 2;
+    }
+    if !in_out {
+        out.copy_from_slice(&tmp);
+    }
+}
+
+/// Round `x` up to a multiple of `m`.
+fn round_up(x: usize, m: usize) -> usize {
+    x.div_ceil(m) * m
+}
+
+/// The tile levels (shifts below `ROW`) for the outputs `[t0, t0 + out.len())`: the first
+/// eight streamed from a halo of `TILE_ROW` entries, the next four down the columns of rows
+/// of `TILE_ROW` entries from a halo of 15 rows, the last (shift `ROW / 2`) as the tile is
+/// written out, from a halo of `ROW / 2`.
+fn low_tile<T: Element>(values: &[T], t0: usize, out: &mut [T], buf: &mut Vec<T>) {
+    let t1 = t0 + out.len();
+    let half = ROW / 2;
+    // t0 is a multiple of TILE, so these are multiples of TILE_ROW
+    let b13 = t0.saturating_sub(half);
+    let base = b13.saturating_sub(15 * TILE_ROW);
+    let a = base.saturating_sub(TILE_ROW);
+    let skip = base - a;
+    let rows = (t1 - base).div_ceil(TILE_ROW);
+    // the rows past the outputs may hold anything: they feed no output
+    grow(buf, skip + round_up(rows, BLOCK) * TILE_ROW);
+    let len = round_up(t1 - a, LANES);
+    if !stream8(&values[a..t1], &mut buf[..len]) {
+        dispatch(Stream8 {
+            src: &values[a..t1],
+            dst: &mut buf[..len],
+        });
+    }
+    if !columns4(&mut buf[skip..], TILE_ROW, rows) {
+        dispatch(Columns4 {
+            buf: &mut buf[skip..],
+            row: TILE_ROW,
+            rows,
+        });
+    }
+    // out[j - t0] = y[j] + y[j - half] for j ≥ half, y[j] below (y[j] at buf[j - a])
+    let copied = half.saturating_sub(t0).min(out.len());
+    out[..copied].copy_from_slice(&buf[t0 - a..][..copied]);
+    let from = t0 + copied;
+    if from < t1 {
+        dispatch(AddShifted {
+            hi: &buf[from - a..t1 - a],
+            lo: &buf[from - half - a..t1 - half - a],
+            out: &mut out[copied..],
+        });
+    }
+}
+
+/// `out[j] = hi[j] + lo[j]`.
+struct AddShifted<'a, T> {
+    hi: &'a [T],
+    lo: &'a [T],
     out: &'a mut [T],
-    row: usize,
-    bufs: &'a mut (Vec<T>, Vec<T>),
 }
 
-impl<T: Element> Kernel for LowTile<'_, T> {
+impl<T: Element> Kernel for AddShifted<'_, T> {
     type Output = ();
     #[inline(always)]
     fn run(self) {
-        let halo = self.row - 1;
-        let base = self.t0.saturating_sub(halo);
-        let end = self.t0 + self.out.len();
-        let m = end - base;
-        let (a, b) = self.bufs;
-        a.clear();
-        a.extend_from_slice(&self.values[base..end]);
-        b.resize(m, T::ZERO);
-        let (mut src, mut dst) = (a, b);
-        let mut s = 1;
-        // Only the shifts of the low levels that the whole scan has (s < n).
-        while s < self.row && s < self.values.len() {
-            level(src, dst, s);
-            std::mem::swap(&mut src, &mut dst);
-            s *= 2;
+        for ((o, h), l) in self.out.iter_mut().zip(self.hi).zip(self.lo) {
+            *o = *h + *l;
         }
-        self.out.copy_from_slice(&src[self.t0 - base..]);
     }
 }
 
-/// The high levels for one group of columns: `segs[q]` is row `q`'s part of the group.
-struct HighGroup<'a, 'b, T> {
+/// Transpose a block of `LANES × LANES` in place.
+#[inline(always)]
+fn transpose<T: Element>(b: &mut [V<T>; LANES]) {
+    if !transpose16(b) {
+        for i in 1..LANES {
+            let (top, rest) = b.split_at_mut(i);
+            for (j, row) in top.iter_mut().enumerate() {
+                std::mem::swap(&mut row[i], &mut rest[0][j]);
+            }
+        }
+    }
+}
+
+/// `cols[c · mp + q] = segs[q][c]`, rows `q ≥ segs.len()` (up to `mp`) as `+0`.
+struct Gather<'a, 'b, T> {
+    segs: &'a [&'b mut [T]],
+    cols: &'a mut [T],
+    mp: usize,
+    width: usize,
+}
+
+impl<T: Element> Kernel for Gather<'_, '_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let (segs, m, mp) = (self.segs, self.segs.len(), self.mp);
+        let z = [T::ZERO; LANES];
+        for q0 in (0..mp).step_by(LANES) {
+            for k in (0..self.width).step_by(LANES) {
+                let mut b = [z; LANES];
+                for (v, seg) in b.iter_mut().zip(segs[q0.min(m)..].iter()) {
+                    let seg = &seg[k.min(seg.len())..];
+                    match <&V<T>>::try_from(&seg[..LANES.min(seg.len())]) {
+                        Ok(full) => *v = *full,
+                        Err(_) => v[..seg.len()].copy_from_slice(seg),
+                    }
+                }
+                transpose(&mut b);
+                for (c, v) in b.iter().enumerate() {
+                    store(self.cols, (k + c) * mp + q0, v);
+                }
+            }
+        }
+    }
+}
+
+/// `segs[q][c] = scanned[c · mp + q]`.
+struct Scatter<'a, 'b, T> {
     segs: &'a mut [&'b mut [T]],
-    bufs: &'a mut (Vec<T>, Vec<T>),
+    scanned: &'a [T],
+    mp: usize,
+    width: usize,
 }
 
-impl<T: Element> Kernel for HighGroup<'_, '_, T> {
+impl<T: Element> Kernel for Scatter<'_, '_, T> {
     type Output = ();
     #[inline(always)]
     fn run(self) {
-        let rows = self.segs.len();
-        let width = self.segs.first().map_or(0, |s| s.len());
-        let (a, b) = self.bufs;
-        a.resize(rows * STRIP, T::ZERO);
-        b.resize(rows * STRIP, T::ZERO);
-        for c0 in (0..width).step_by(STRIP) {
-            for (q, seg) in self.segs.iter().enumerate() {
-                let part = &seg[c0.min(seg.len())..(c0 + STRIP).min(seg.len())];
-                let line = &mut a[q * STRIP..(q + 1) * STRIP];
-                line[..part.len()].copy_from_slice(part);
-                line[part.len()..].fill(T::ZERO);
-            }
-            let (mut src, mut dst) = (&mut *a, &mut *b);
-            let mut shift = 1;
-            while shift < rows {
-                level(src, dst, shift * STRIP);
-                std::mem::swap(&mut src, &mut dst);
-                shift *= 2;
-            }
-            for (q, seg) in self.segs.iter_mut().enumerate() {
-                let len = seg.len();
-                let part = &mut seg[c0.min(len)..(c0 + STRIP).min(len)];
-                let n = part.len();
-                part.copy_from_slice(&src[q * STRIP..q * STRIP + n]);
+        let (m, mp) = (self.segs.len(), self.mp);
+        for q0 in (0..mp).step_by(LANES) {
+            for k in (0..self.width).step_by(LANES) {
+                let mut b: [V<T>; LANES] =
+                    std::array::from_fn(|c| load(self.scanned, (k + c) * mp + q0));
+                transpose(&mut b);
+                for (v, seg) in b.iter().zip(self.segs[q0.min(m)..].iter_mut()) {
+                    let n = seg.len();
+                    let seg = &mut seg[k.min(n)..];
+                    let l = LANES.min(seg.len());
+                    match <&mut V<T>>::try_from(&mut seg[..l]) {
+                        Ok(full) => *full = *v,
+                        Err(_) => seg.copy_from_slice(&v[..l]),
+                    }
+                }
             }
         }
     }
 }
 
+/// Reusable buffers of a strip: its columns, their scans, and a tile's buffer.
+type StripBufs<T> = (Vec<T>, Vec<T>, Vec<T>);
+
+/// The high levels (row shifts `1, 2, 4, …` of the `ROW`-wide view) for one strip of
+/// `STRIP` columns, `segs[q]` row `q`'s part: each column, transposed into a line of its
+/// own, is a whole scan of its rows.
+fn high_strip<T: Element>(segs: &mut [&mut [T]], bufs: &mut StripBufs<T>) {
+    let m = segs.len();
+    let width = segs.first().map_or(0, |s| s.len());
+    let mp = round_up(m, LANES);
+    let (cols, scanned, buf) = bufs;
+    // every entry read below is written first
+    grow(cols, STRIP * mp);
+    grow(scanned, STRIP * mp);
+    dispatch(Gather {
+        segs,
+        cols,
+        mp,
+        width,
+    });
+    for c in 0..width {
+        let (src, dst) = (&cols[c * mp..][..m], &mut scanned[c * mp..][..m]);
+        if m <= ROW {
+            low_tile(src, 0, dst, buf);
+        } else {
+            scan_into(src, dst);
+        }
+    }
+    dispatch(Scatter {
+        segs,
+        scanned,
+        mp,
+        width,
+    });
+}
+
+/// Make `v` at least `n` long (new entries `+0`); what it held stays.
+fn grow<T: Element>(v: &mut Vec<T>, n: usize) {
+    if v.len() < n {
+        v.resize(n, T::ZERO);
+    }
+}
+
+/// The Hillis–Steele scan of `values` into `out`, in two passes over memory: tiles of
+/// `TILE` outputs take the levels with shifts below `ROW` (from a halo of `ROW` entries),
+/// then strips of `STRIP` columns of the `ROW`-wide view take the rest, each column a scan
+/// of its own rows. Each level adds the same two entries as the level-by-level scan, so
+/// the bits are the same, whatever the threads.
 fn scan_into<T: Element>(values: &[T], out: &mut [T]) {
     let n = values.len();
-    if n == 0 {
+    if n <= SMALL {
+        scan_small(values, out);
         return;
     }
-    let levels = usize::BITS - (n - 1).leading_zeros(); // ⌈log2 n⌉
-    let row = 1usize << levels.min(LOW_LEVELS);
     let par = n >= PARALLEL_THRESHOLD;
-    let new_bufs = || (Vec::new(), Vec::new());
-    let low = |bufs: &mut (Vec<T>, Vec<T>), (i, out): (usize, &mut [T])| {
-        dispatch(LowTile {
-            values,
-            t0: i * TILE,
-            out,
-            row,
-            bufs,
-        })
-    };
+    let low = |buf: &mut Vec<T>, (i, out): (usize, &mut [T])| low_tile(values, i * TILE, out, buf);
     if par {
         out.par_chunks_mut(TILE)
             .enumerate()
-            .for_each_init(new_bufs, low);
+            .for_each_init(Vec::new, low);
     } else {
-        let mut bufs = new_bufs();
+        let mut buf = Vec::new();
         out.chunks_mut(TILE)
             .enumerate()
-            .for_each(|c| low(&mut bufs, c));
+            .for_each(|c| low(&mut buf, c));
     }
-    if n <= row {
+    if n <= ROW {
         return;
     }
-    let mut groups: Vec<Vec<&mut [T]>> = (0..row.div_ceil(GROUP)).map(|_| Vec::new()).collect();
-    for r in out.chunks_mut(row) {
-        for (g, seg) in r.chunks_mut(GROUP).enumerate() {
-            groups[g].push(seg);
+    let mut strips: Vec<Vec<&mut [T]>> = (0..ROW / STRIP).map(|_| Vec::new()).collect();
+    for r in out.chunks_mut(ROW) {
+        for (g, seg) in r.chunks_mut(STRIP).enumerate() {
+            strips[g].push(seg);
         }
     }
-    let high = |bufs: &mut (Vec<T>, Vec<T>), mut segs: Vec<&mut [T]>| {
-        dispatch(HighGroup {
-            segs: &mut segs,
-            bufs,
-        })
-    };
+    let new_bufs = || (Vec::new(), Vec::new(), Vec::new());
+    let high = |bufs: &mut StripBufs<T>, mut segs: Vec<&mut [T]>| high_strip(&mut segs, bufs);
     if par {
-        groups.into_par_iter().for_each_init(new_bufs, high);
+        strips.into_par_iter().for_each_init(new_bufs, high);
     } else {
-        let mut bufs = new_bufs();
-        groups.into_iter().for_each(|g| high(&mut bufs, g));
+        let mut buf = new_bufs();
+        strips.into_iter().for_each(|g| high(&mut buf, g));
     }
 }
 
 /// `Σ w_i |x_i|²` without squaring a value out of range, in binary64.
 ///
 /// As LAPACK's `nrm2`: the values are multiplied by `2^-e`, `e` their
-/// [`block_exponent`], before squaring (exactly, unless a value falls into the subnormal
+/// [`block_exponent`](super::block_exponent), before squaring (exactly, unless a value falls into the subnormal
 /// range, where it is rounded once as `ldexp` rounds); the squares (`re² + im²` for complex
 /// values), times the weights, are summed in the values' own precision by the tree of
 /// [`pairwise_sum`]; the scale `2^2e` is restored on the host in binary64. `weights`
@@ -441,19 +749,109 @@ pub fn scaled_square_sum<T: Element>(
             )));
         }
     }
-    let e = block_exponent(values)?;
-    // -e is within [-MAX_EXP, -MIN_SUB_EXP], which pow2_pair always splits
-    let (a, b) = pow2_pair::<T::Real>(-e).expect("a block exponent's inverse is two powers");
-    let total = tree_sum(
-        &Squares {
+    let n = values.len();
+    if n == 0 {
+        return Ok(0.0);
+    }
+    // One read of the values: each leaf of the tree takes its largest magnitude and, while
+    // it is in cache, its sum at the exponent of the largest magnitude seen so far. A leaf
+    // whose guess is not the final block exponent is summed again, so every leaf is the
+    // sum at the block exponent, as two passes would give.
+    let mut leaves = Vec::new();
+    tree_leaves(0, n.next_power_of_two(), n, &mut leaves);
+    let squares = |e: i32| {
+        // -e is within [-MAX_EXP, -MIN_SUB_EXP], which pow2_pair always splits
+        let (a, b) = pow2_pair::<T::Real>(-e).expect("a block exponent's inverse is two powers");
+        Squares {
             values,
             weights,
             a,
             b,
-        },
-        values.len(),
-    );
+        }
+    };
+    let leaf_sum = |lo: usize, w: usize, e: i32| {
+        dispatch(FullTree {
+            src: &squares(e),
+            lo,
+            w,
+            _t: PhantomData,
+        })
+    };
+    let seen = AtomicU64::new(0);
+    let first = |&(lo, w): &(usize, usize)| {
+        let largest = dispatch(Largest(&values[lo..lo + w]));
+        if !largest.is_finite() {
+            return (largest, 0, T::Real::ZERO);
+        }
+        let guess =
+            f64::from_bits(seen.fetch_max(largest.to_bits(), Ordering::Relaxed)).max(largest);
+        let e = exponent_of(guess).unwrap_or(0);
+        (largest, e, leaf_sum(lo, w, e))
+    };
+    let mut parts: Vec<(f64, i32, T::Real)> = if n >= PARALLEL_THRESHOLD {
+        leaves.par_iter().map(first).collect()
+    } else {
+        leaves.iter().map(first).collect()
+    };
+    // the largest magnitude is exact and order-free
+    if parts.iter().any(|p| !p.0.is_finite()) {
+        return Err(RangeError::NotFinite {
+            what: "the buffer".into(),
+        });
+    }
+    let largest = parts.iter().fold(0.0f64, |m, p| m.max(p.0));
+    let e = exponent_of(largest).unwrap_or(0);
+    let again = |(p, &(lo, w)): (&mut (f64, i32, T::Real), &(usize, usize))| {
+        if p.1 != e {
+            p.2 = leaf_sum(lo, w, e);
+        }
+    };
+    if n >= PARALLEL_THRESHOLD {
+        parts.par_iter_mut().zip(&leaves).for_each(again);
+    } else {
+        parts.iter_mut().zip(&leaves).for_each(again);
+    }
+    let mut sums = parts.iter().map(|p| p.2);
+    let total = tree_join(0, n.next_power_of_two(), n, &mut sums);
     Ok(total.to_f64().scale(2 * e))
+}
+
+/// The largest magnitude of a slice ([`Element::max_magnitude`]).
+struct Largest<'a, T>(&'a [T]);
+
+impl<T: Element> Kernel for Largest<'_, T> {
+    type Output = f64;
+    #[inline(always)]
+    fn run(self) -> f64 {
+        T::max_magnitude(self.0)
+    }
+}
+
+/// The leaves of [`tree`] over `n` terms, in order: the full subtrees it sums with one
+/// kernel.
+fn tree_leaves(lo: usize, w: usize, n: usize, out: &mut Vec<(usize, usize)>) {
+    if lo >= n {
+        return;
+    }
+    if lo + w <= n && w <= CHUNK {
+        out.push((lo, w));
+        return;
+    }
+    tree_leaves(lo, w / 2, n, out);
+    tree_leaves(lo + w / 2, w / 2, n, out);
+}
+
+/// [`tree`] with its leaves' sums given in order.
+fn tree_join<T: Element>(lo: usize, w: usize, n: usize, leaves: &mut impl Iterator<Item = T>) -> T {
+    if lo >= n {
+        return T::ZERO;
+    }
+    if lo + w <= n && w <= CHUNK {
+        return leaves.next().expect("one sum per leaf");
+    }
+    let l = tree_join(lo, w / 2, n, leaves);
+    let r = tree_join(lo + w / 2, w / 2, n, leaves);
+    l + r
 }
 
 /// `(outer, length, inner)` of `shape` around `axis`, checked against `len`.

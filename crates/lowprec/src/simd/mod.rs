@@ -13,6 +13,9 @@
 //! calls one only after `is_x86_feature_detected!` has confirmed every feature it enables,
 //! and [`set_max_level`] can only lower the level below what was detected.
 
+mod scan;
+
+pub(crate) use scan::{columns4, stream8, transpose16};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 
