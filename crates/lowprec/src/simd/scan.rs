@@ -69,10 +69,9 @@ pub(crate) fn transpose16<T: Copy + 'static>(b: &mut [[T; 16]; 16]) -> bool {
     false
 }
 
-// The AVX-512 intrinsics are stable since Rust 1.89, as is the `avx512f` target feature
-// that `super::dispatch` already enables, so they raise no version this crate builds with.
+// The AVX-512 intrinsics and the `avx512f` target feature are stable since Rust 1.89, the
+// workspace's `rust-version`.
 #[cfg(target_arch = "x86_64")]
-#[allow(clippy::incompatible_msrv)]
 mod x86 {
     use std::arch::x86_64::*;
 
