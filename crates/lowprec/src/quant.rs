@@ -109,7 +109,7 @@ impl IntOptions {
             Granularity::Tensor => len.max(1),
             Granularity::Channel => row_len,
             Granularity::Group(g) => {
-                if g == 0 || row_len % g != 0 {
+                if g == 0 || !row_len.is_multiple_of(g) {
                     return Err(Error::InvalidArgument(format!(
                         "the group size {g} does not divide the last axis ({row_len}); choose a divisor"
                     )));

@@ -270,7 +270,7 @@ fn simulate(
         )));
     }
     if let Order::Blocked(g) = opts.order {
-        if opts.chunk > 0 && opts.chunk % g != 0 {
+        if opts.chunk > 0 && !opts.chunk.is_multiple_of(g) {
             return Err(Error::InvalidArgument(format!(
                 "a promotion every {} products must be a multiple of the fused group {g}",
                 opts.chunk
@@ -558,7 +558,7 @@ fn blocked(rule: &Rule, p: &[f64], g: usize, index: u64) -> (f64, Status) {
         op += 1;
         add_flags(&mut st, f);
         let done = (t + 1) * g;
-        if rule.chunk > 0 && (done % rule.chunk == 0 || done >= p.len()) {
+        if rule.chunk > 0 && (done.is_multiple_of(rule.chunk) || done >= p.len()) {
             let (v, f) = rule.outer.add_flags(outer, s, (index << 32) | op);
             outer = v;
             s = 0.0;

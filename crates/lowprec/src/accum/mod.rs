@@ -251,7 +251,7 @@ fn check_shape(len: usize, cols: usize) -> Result<usize> {
             ))
         };
     }
-    if len % cols != 0 {
+    if !len.is_multiple_of(cols) {
         return Err(Error::InvalidArgument(format!(
             "{len} values do not make rows of {cols}; give a row length that divides the input"
         )));

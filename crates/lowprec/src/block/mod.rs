@@ -88,7 +88,7 @@ pub(crate) fn rows_of(len: usize, row_len: usize) -> crate::Result<usize> {
             "the last axis has length 0; there is nothing to scale".into(),
         ));
     }
-    if len % row_len != 0 {
+    if !len.is_multiple_of(row_len) {
         return Err(crate::Error::InvalidArgument(format!(
             "{len} elements are not whole rows of {row_len}"
         )));
@@ -161,7 +161,7 @@ pub(crate) fn max_abs<I: crate::Float>(x: &[I]) -> f64 {
 /// scales per work item, and the length of the segments whose blocks are cut from the
 /// start (one block when rows are whole blocks, so rows may merge; else one row).
 pub(crate) fn layout(row_len: usize, block: usize, chunk: usize) -> (usize, usize, usize) {
-    if row_len % block == 0 {
+    if row_len.is_multiple_of(block) {
         let blocks = (chunk / block).max(1);
         (blocks * block, blocks, block)
     } else {

@@ -196,7 +196,7 @@ impl MxOptions {
             ));
         }
         let rows = rows_of(len, row_len)?;
-        if row_len % self.block != 0 && !self.pad {
+        if !row_len.is_multiple_of(self.block) && !self.pad {
             return Err(Error::InvalidArgument(format!(
                 "the last axis ({row_len}) is not a multiple of the block size {}; \
                  choose a block size that divides it, or ask for zero padding (:pad)",

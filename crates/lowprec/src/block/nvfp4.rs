@@ -87,7 +87,7 @@ pub fn blocks_per_row(row_len: usize) -> usize {
 
 fn check(len: usize, row_len: usize, opts: &Nvfp4Options) -> Result<usize> {
     let rows = rows_of(len, row_len)?;
-    if row_len % BLOCK != 0 && !opts.pad {
+    if !row_len.is_multiple_of(BLOCK) && !opts.pad {
         return Err(Error::InvalidArgument(format!(
             "the last axis ({row_len}) is not a multiple of NVFP4's block of 16; \
              ask for zero padding (:pad) or reshape"

@@ -894,7 +894,7 @@ mod tests {
     /// A file from a raw JSON header (padded) and a data section.
     fn raw(header: &str, data: &[u8]) -> Vec<u8> {
         let mut h = header.to_string();
-        while h.len() % 8 != 0 {
+        while !h.len().is_multiple_of(8) {
             h.push(' ');
         }
         let mut out = (h.len() as u64).to_le_bytes().to_vec();

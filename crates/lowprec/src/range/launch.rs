@@ -93,7 +93,7 @@ pub fn launch_peak(field: &[Complex64], n_omega: usize, kind: GridKind) -> Resul
     if field.is_empty() {
         return Ok(0.0);
     }
-    if n_omega == 0 || field.len() % n_omega != 0 {
+    if n_omega == 0 || !field.len().is_multiple_of(n_omega) {
         return Err(RangeError::Shape(format!(
             "a launch of {} values is not a whole number of spectra of {n_omega} frequencies; give the length of its last axis",
             field.len()

@@ -38,7 +38,7 @@ pub(crate) fn stream8<T: Copy + 'static>(src: &[T], dst: &mut [T]) -> bool {
 pub(crate) fn columns4<T: Copy + 'static>(buf: &mut [T], row: usize, rows: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     if TypeId::of::<T>() == TypeId::of::<f32>() && super::active() == super::Level::Avx512 {
-        assert!(row % 16 == 0 && buf.len() >= rows * row);
+        assert!(row.is_multiple_of(16) && buf.len() >= rows * row);
         // SAFETY: as in `stream8`.
         unsafe {
             let buf = std::slice::from_raw_parts_mut(buf.as_mut_ptr().cast::<f32>(), buf.len());
