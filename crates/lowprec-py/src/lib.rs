@@ -18,6 +18,7 @@ use lowprec::{
     decode_into, encode_into, round_into, Code, Float, FloatFormat, Overflow, RoundOptions,
     RoundingMode, Specials,
 };
+use numpy::ndarray::IxDyn;
 use numpy::{
     Element, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn,
     PyUntypedArrayMethods,
@@ -66,6 +67,23 @@ fn any<'py, T: Element>(
     shape: &[usize],
 ) -> PyResult<Bound<'py, PyAny>> {
     Ok(shaped(py, v, shape)?.into_any())
+}
+
+/// A new numpy array of `shape` (numpy's allocator: large arrays get huge pages, so the
+/// first touch costs far less than a fresh `Vec`'s) and `f` run on its buffer with the GIL
+/// released.
+fn fill<'py, T: Element + Send, R: Send>(
+    py: Python<'py>,
+    shape: &[usize],
+    f: impl FnOnce(&mut [T]) -> lowprec::Result<R> + Send,
+) -> PyResult<(Bound<'py, PyArrayDyn<T>>, R)> {
+    let out = PyArrayDyn::<T>::zeros(py, IxDyn(shape), false);
+    let r = {
+        let mut w = out.readwrite();
+        let d = w.as_slice_mut().expect("a new array is contiguous");
+        py.allow_threads(|| f(d)).map_err(err)?
+    };
+    Ok((out, r))
 }
 
 /// The last axis (1 for a 0-d array): blocks, groups and rows run along it.
@@ -173,26 +191,20 @@ fn round<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let f = format_of(format)?;
     let o = round_options(rounding, overflow, seed)?.index_offset(index_offset);
-    fn go<I: Float, O: Float + Element>(
-        py: Python<'_>,
-        a: &PyReadonlyArrayDyn<'_, I>,
+    fn go<'py, I: Float + Element, O: Float + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, I>,
         f: &FloatFormat,
         o: &RoundOptions,
-    ) -> PyResult<Vec<O>>
-    where
-        I: Element,
-    {
+    ) -> PyResult<Bound<'py, PyAny>> {
         let x = slice(a)?;
-        py.allow_threads(|| {
-            let mut out = vec![O::default(); x.len()];
-            round_into(f, x, &mut out, o).map(|_| out)
-        })
-        .map_err(err)
+        let (out, _) = fill::<O, _>(py, a.shape(), |d| round_into(f, x, d, o))?;
+        Ok(out.into_any())
     }
     match x {
-        Floats::F64(a) => any(py, go::<f64, f64>(py, &a, &f, &o)?, a.shape()),
-        Floats::F32(a) if f.fits_f32() => any(py, go::<f32, f32>(py, &a, &f, &o)?, a.shape()),
-        Floats::F32(a) => any(py, go::<f32, f64>(py, &a, &f, &o)?, a.shape()),
+        Floats::F64(a) => go::<f64, f64>(py, &a, &f, &o),
+        Floats::F32(a) if f.fits_f32() => go::<f32, f32>(py, &a, &f, &o),
+        Floats::F32(a) => go::<f32, f64>(py, &a, &f, &o),
     }
 }
 
@@ -203,13 +215,8 @@ fn encode_as<'py, I: Float + Element, C: Code + Element>(
     o: &RoundOptions,
 ) -> PyResult<Bound<'py, PyAny>> {
     let x = slice(a)?;
-    let v = py
-        .allow_threads(|| {
-            let mut out = vec![C::default(); x.len()];
-            encode_into(f, x, &mut out, o).map(|_| out)
-        })
-        .map_err(err)?;
-    any(py, v, a.shape())
+    let (out, _) = fill::<C, _>(py, a.shape(), |d| encode_into(f, x, d, o))?;
+    Ok(out.into_any())
 }
 
 fn encode_floats<'py, I: Float + Element>(
@@ -266,6 +273,22 @@ fn decode<'py>(py: Python<'py>, codes: Codes<'py>, format: &str) -> PyResult<Bou
             decode_into(f, c, &mut out).map(|_| out)
         })
         .map_err(err)
+    }
+    fn go_np<'py, C: Code + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, C>,
+        f: &FloatFormat,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let c = slice(a)?;
+        let (out, _) = fill::<f64, _>(py, a.shape(), |d| decode_into(f, c, d))?;
+        Ok(out.into_any())
+    }
+    match &codes {
+        Codes::U8(a) => return go_np(py, a, &f),
+        Codes::U16(a) => return go_np(py, a, &f),
+        Codes::U32(a) => return go_np(py, a, &f),
+        Codes::U64(a) => return go_np(py, a, &f),
+        _ => {}
     }
     fn signed<T: Element + Copy + Into<i64>>(a: &PyReadonlyArrayDyn<'_, T>) -> PyResult<Vec<u64>> {
         slice(a)?
@@ -419,15 +442,22 @@ fn mx_quantize<'py>(
     ) -> PyResult<Bound<'py, PyDict>> {
         let x = slice(a)?;
         let shape = a.shape();
-        let q = py
-            .allow_threads(|| mx::mx_quantize(x, row_len(shape), o))
-            .map_err(err)?;
-        let d = PyDict::new(py);
-        d.set_item("values", shaped(py, q.values, shape)?)?;
-        d.set_item("codes", shaped(py, q.codes, shape)?)?;
         let bs = block_shape(shape, o.blocks_per_row(row_len(shape)));
-        d.set_item("scales", shaped(py, q.scales, &bs)?)?;
-        d.set_item("status", block_status(py, &q.status)?)?;
+        let codes = PyArrayDyn::<u8>::zeros(py, IxDyn(shape), false);
+        let scales = PyArrayDyn::<u8>::zeros(py, IxDyn(&bs), false);
+        let (values, st) = {
+            let (mut cw, mut sw) = (codes.readwrite(), scales.readwrite());
+            let c = cw.as_slice_mut().expect("a new array is contiguous");
+            let s = sw.as_slice_mut().expect("a new array is contiguous");
+            fill::<I, _>(py, shape, |v| {
+                mx::mx_quantize_into(x, row_len(shape), o, v, c, s)
+            })?
+        };
+        let d = PyDict::new(py);
+        d.set_item("values", values)?;
+        d.set_item("codes", codes)?;
+        d.set_item("scales", scales)?;
+        d.set_item("status", block_status(py, &st)?)?;
         Ok(d)
     }
     match x {
@@ -456,16 +486,23 @@ fn nvfp4_quantize<'py>(
     ) -> PyResult<Bound<'py, PyDict>> {
         let x = slice(a)?;
         let shape = a.shape();
-        let q = py
-            .allow_threads(|| nvfp4::nvfp4_quantize(x, row_len(shape), o))
-            .map_err(err)?;
-        let d = PyDict::new(py);
-        d.set_item("values", shaped(py, q.values, shape)?)?;
-        d.set_item("codes", shaped(py, q.codes, shape)?)?;
         let bs = block_shape(shape, nvfp4::blocks_per_row(row_len(shape)));
-        d.set_item("scales", shaped(py, q.scales, &bs)?)?;
-        d.set_item("tensor_scale", q.tensor_scale)?;
-        d.set_item("status", block_status(py, &q.status)?)?;
+        let codes = PyArrayDyn::<u8>::zeros(py, IxDyn(shape), false);
+        let scales = PyArrayDyn::<u8>::zeros(py, IxDyn(&bs), false);
+        let (values, (g, st)) = {
+            let (mut cw, mut sw) = (codes.readwrite(), scales.readwrite());
+            let c = cw.as_slice_mut().expect("a new array is contiguous");
+            let s = sw.as_slice_mut().expect("a new array is contiguous");
+            fill::<I, _>(py, shape, |v| {
+                nvfp4::nvfp4_quantize_into(x, row_len(shape), o, v, c, s)
+            })?
+        };
+        let d = PyDict::new(py);
+        d.set_item("values", values)?;
+        d.set_item("codes", codes)?;
+        d.set_item("scales", scales)?;
+        d.set_item("tensor_scale", g)?;
+        d.set_item("status", block_status(py, &st)?)?;
         Ok(d)
     }
     match x {
@@ -562,17 +599,26 @@ fn quantize_int<'py>(
     ) -> PyResult<Bound<'py, PyDict>> {
         let x = slice(a)?;
         let shape = a.shape();
-        let q = py
-            .allow_threads(|| quant::quantize_int(x, row_len(shape), o))
-            .map_err(err)?;
+        let glen = o.group_len(x.len(), row_len(shape)).map_err(err)?;
+        let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
+        let q = PyArrayDyn::<i32>::zeros(py, IxDyn(shape), false);
+        let (mut sc, mut ze, mut cl) = (vec![1.0; groups], vec![0.0; groups], vec![1.0; groups]);
+        let (values, (clipped, flushed)) = {
+            let mut qw = q.readwrite();
+            let qs = qw.as_slice_mut().expect("a new array is contiguous");
+            let (s, z, c) = (&mut sc, &mut ze, &mut cl);
+            fill::<I, _>(py, shape, |v| {
+                quant::quantize_int_into(x, row_len(shape), o, v, qs, s, z, c)
+            })?
+        };
         let d = PyDict::new(py);
-        d.set_item("values", shaped(py, q.values, shape)?)?;
-        d.set_item("q", shaped(py, q.q, shape)?)?;
-        d.set_item("scales", PyArray1::from_vec(py, q.scales))?;
-        d.set_item("zeros", PyArray1::from_vec(py, q.zeros))?;
-        d.set_item("clips", PyArray1::from_vec(py, q.clips))?;
-        d.set_item("clipped", q.clipped)?;
-        d.set_item("flushed", q.flushed)?;
+        d.set_item("values", values)?;
+        d.set_item("q", q)?;
+        d.set_item("scales", PyArray1::from_vec(py, sc))?;
+        d.set_item("zeros", PyArray1::from_vec(py, ze))?;
+        d.set_item("clips", PyArray1::from_vec(py, cl))?;
+        d.set_item("clipped", clipped)?;
+        d.set_item("flushed", flushed)?;
         Ok(d)
     }
     match x {

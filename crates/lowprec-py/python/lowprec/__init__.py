@@ -74,7 +74,9 @@ ROUNDING_MODES = ("nearest_even", "toward_zero", "nearest_away", "stochastic")
 def _floats(x, f64=False):
     """A C-contiguous float32 or float64 array (float64 for anything else, or with f64)."""
     a = np.asarray(x)
-    if f64 or a.dtype not in (np.float32, np.float64):
+    if a.dtype == np.float64 or (a.dtype == np.float32 and not f64):
+        return _c(a)
+    if True:
         if a.dtype.kind in "biuf" or a.dtype == object or f64:
             a = a.astype(np.float64)
         elif a.dtype.kind == "V" or a.dtype.itemsize <= 2:  # ml_dtypes (bfloat16, float8_*)
