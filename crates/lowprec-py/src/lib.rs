@@ -1,0 +1,1201 @@
+//! `lowprec._lowprec`: the native half of the Python package `lowprec`.
+//!
+//! Thin wrappers over the `lowprec` crate: arguments in (numpy arrays, names), one call into
+//! the core with the GIL released for the work on arrays, results out as numpy arrays. No
+//! numerical logic lives here. Every `lowprec::Error` becomes a `ValueError` in [`err`];
+//! wrong argument types are `TypeError`s raised by PyO3's extraction.
+//!
+//! The seed-compatible API (`FloatFormat`, `mx_quantize`, …) and the argument plumbing
+//! (scalars and lists to contiguous arrays, result tuples) are in `python/lowprec/`.
+
+use lowprec::accum::{self, AccumOptions, GemmOptions, Method, Order};
+use lowprec::block::{mx, nvfp4, tensor};
+use lowprec::quant::{self, Clip, Granularity, IntOptions, Mapping};
+use lowprec::range::{self, Complex32, Complex64};
+use lowprec::reduce::{self, Arith, SoftmaxStats};
+use lowprec::scheme::{Scales, Scheme};
+use lowprec::{
+    decode_into, encode_into, round_into, Code, Float, FloatFormat, Overflow, RoundOptions,
+    RoundingMode, Specials,
+};
+use numpy::ndarray::IxDyn;
+use numpy::{
+    Element, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn,
+    PyUntypedArrayMethods,
+};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// The one place where core errors become Python exceptions: every `lowprec::Error` (bad
+/// values, names or shapes) is a `ValueError` carrying the core's message.
+fn err(e: lowprec::Error) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn rerr(e: range::RangeError) -> PyErr {
+    err(e.into())
+}
+
+fn format_of(spec: &str) -> PyResult<FloatFormat> {
+    FloatFormat::parse(spec).map_err(err)
+}
+
+fn round_options(rounding: &str, overflow: &str, seed: u64) -> PyResult<RoundOptions> {
+    let mode = RoundingMode::parse(rounding).map_err(err)?;
+    let overflow = Overflow::parse(overflow).map_err(err)?;
+    Ok(RoundOptions::new(mode).overflow(overflow).seed(seed))
+}
+
+fn slice<'a, T: Element>(a: &'a PyReadonlyArrayDyn<'_, T>) -> PyResult<&'a [T]> {
+    a.as_slice()
+        .map_err(|_| PyValueError::new_err("the array must be C-contiguous"))
+}
+
+/// A new array of `shape` holding `v` (no copy: numpy takes the vector's buffer).
+fn shaped<'py, T: Element>(
+    py: Python<'py>,
+    v: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    PyArray1::from_vec(py, v).reshape(shape)
+}
+
+fn any<'py, T: Element>(
+    py: Python<'py>,
+    v: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(shaped(py, v, shape)?.into_any())
+}
+
+/// A new numpy array of `shape` (numpy's allocator: large arrays get huge pages, so the
+/// first touch costs far less than a fresh `Vec`'s) and `f` run on its buffer with the GIL
+/// released.
+fn fill<'py, T: Element + Send, R: Send>(
+    py: Python<'py>,
+    shape: &[usize],
+    f: impl FnOnce(&mut [T]) -> lowprec::Result<R> + Send,
+) -> PyResult<(Bound<'py, PyArrayDyn<T>>, R)> {
+    let out = PyArrayDyn::<T>::zeros(py, IxDyn(shape), false);
+    let r = {
+        let mut w = out.readwrite();
+        let d = w.as_slice_mut().expect("a new array is contiguous");
+        py.allow_threads(|| f(d)).map_err(err)?
+    };
+    Ok((out, r))
+}
+
+/// The last axis (1 for a 0-d array): blocks, groups and rows run along it.
+fn row_len(shape: &[usize]) -> usize {
+    shape.last().copied().unwrap_or(1)
+}
+
+/// Binary32 or binary64 input.
+#[derive(FromPyObject)]
+enum Floats<'py> {
+    F64(PyReadonlyArrayDyn<'py, f64>),
+    F32(PyReadonlyArrayDyn<'py, f32>),
+}
+
+/// Code input of any unsigned (or non-negative signed) integer type.
+#[derive(FromPyObject)]
+enum Codes<'py> {
+    U8(PyReadonlyArrayDyn<'py, u8>),
+    U16(PyReadonlyArrayDyn<'py, u16>),
+    U32(PyReadonlyArrayDyn<'py, u32>),
+    U64(PyReadonlyArrayDyn<'py, u64>),
+    I64(PyReadonlyArrayDyn<'py, i64>),
+    I32(PyReadonlyArrayDyn<'py, i32>),
+}
+
+/// Real or complex, binary32 or binary64 (the range rules).
+#[derive(FromPyObject)]
+enum Elems<'py> {
+    F64(PyReadonlyArrayDyn<'py, f64>),
+    F32(PyReadonlyArrayDyn<'py, f32>),
+    C128(PyReadonlyArrayDyn<'py, Complex64>),
+    C64(PyReadonlyArrayDyn<'py, Complex32>),
+}
+
+// ---------------------------------------------------------------------------------------
+// formats
+// ---------------------------------------------------------------------------------------
+
+/// Every derived quantity of a format, as a dict.
+#[pyfunction]
+fn format_info<'py>(py: Python<'py>, spec: &str) -> PyResult<Bound<'py, PyDict>> {
+    let f = format_of(spec)?;
+    let d = PyDict::new(py);
+    d.set_item("name", f.name().as_ref())?;
+    d.set_item("spec", f.spec())?;
+    d.set_item("exp_bits", f.exp_bits())?;
+    d.set_item("man_bits", f.man_bits())?;
+    d.set_item("bias", f.bias())?;
+    d.set_item("special", f.specials().name())?;
+    d.set_item("signed", f.is_signed())?;
+    d.set_item("zero", f.has_zero())?;
+    d.set_item("bits", f.bits())?;
+    d.set_item("emax", f.emax())?;
+    d.set_item("emin", f.emin())?;
+    d.set_item("max_value", f.max_finite())?;
+    d.set_item("min_normal", f.min_normal())?;
+    d.set_item("min_subnormal", f.min_subnormal())?;
+    d.set_item("min_positive", f.min_positive())?;
+    d.set_item("eps", f.epsilon())?;
+    d.set_item("unit_roundoff", f.unit_roundoff())?;
+    d.set_item("has_inf", f.has_inf())?;
+    d.set_item("has_nan", f.has_nan())?;
+    d.set_item("max_code", f.max_code())?;
+    d.set_item("describe", f.describe())?;
+    Ok(d)
+}
+
+/// The custom-format spec of a signed format with zero (`e4m3b7:fn`), validated.
+#[pyfunction]
+fn make_format(exp_bits: u32, man_bits: u32, bias: i32, special: &str) -> PyResult<String> {
+    let sp = match special {
+        "ieee" => Specials::Ieee,
+        "fn" => Specials::Fn,
+        "fnuz" => Specials::Fnuz,
+        "none" => Specials::None,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "special must be one of 'ieee', 'fn', 'fnuz', 'none', not {special:?}"
+            )))
+        }
+    };
+    Ok(FloatFormat::new(exp_bits, man_bits, bias, sp, true, true)
+        .map_err(err)?
+        .spec())
+}
+
+/// The preset names.
+#[pyfunction]
+fn preset_names() -> Vec<&'static str> {
+    lowprec::format::PRESETS.iter().map(|p| p.name).collect()
+}
+
+/// Round `x` into `format`; values in the input's dtype (binary64 when binary32 cannot hold
+/// the format's values).
+#[pyfunction]
+#[pyo3(signature = (x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0))]
+fn round<'py>(
+    py: Python<'py>,
+    x: Floats<'py>,
+    format: &str,
+    rounding: &str,
+    overflow: &str,
+    seed: u64,
+    index_offset: u64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let f = format_of(format)?;
+    let o = round_options(rounding, overflow, seed)?.index_offset(index_offset);
+    fn go<'py, I: Float + Element, O: Float + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, I>,
+        f: &FloatFormat,
+        o: &RoundOptions,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let x = slice(a)?;
+        let (out, _) = fill::<O, _>(py, a.shape(), |d| round_into(f, x, d, o))?;
+        Ok(out.into_any())
+    }
+    match x {
+        Floats::F64(a) => go::<f64, f64>(py, &a, &f, &o),
+        Floats::F32(a) if f.fits_f32() => go::<f32, f32>(py, &a, &f, &o),
+        Floats::F32(a) => go::<f32, f64>(py, &a, &f, &o),
+    }
+}
+
+fn encode_as<'py, I: Float + Element, C: Code + Element>(
+    py: Python<'py>,
+    a: &PyReadonlyArrayDyn<'py, I>,
+    f: &FloatFormat,
+    o: &RoundOptions,
+) -> PyResult<Bound<'py, PyAny>> {
+    let x = slice(a)?;
+    let (out, _) = fill::<C, _>(py, a.shape(), |d| encode_into(f, x, d, o))?;
+    Ok(out.into_any())
+}
+
+fn encode_floats<'py, I: Float + Element>(
+    py: Python<'py>,
+    a: &PyReadonlyArrayDyn<'py, I>,
+    f: &FloatFormat,
+    o: &RoundOptions,
+    wide: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    match f.bits() {
+        _ if wide => encode_as::<I, u64>(py, a, f, o),
+        0..=8 => encode_as::<I, u8>(py, a, f, o),
+        9..=16 => encode_as::<I, u16>(py, a, f, o),
+        17..=32 => encode_as::<I, u32>(py, a, f, o),
+        _ => encode_as::<I, u64>(py, a, f, o),
+    }
+}
+
+/// Round `x` into `format` and return the codes (right-aligned, the narrowest unsigned
+/// dtype that holds them, or uint64 with `wide`).
+#[pyfunction]
+#[pyo3(signature = (x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0, wide=false))]
+#[allow(clippy::too_many_arguments)]
+fn encode<'py>(
+    py: Python<'py>,
+    x: Floats<'py>,
+    format: &str,
+    rounding: &str,
+    overflow: &str,
+    seed: u64,
+    index_offset: u64,
+    wide: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let f = format_of(format)?;
+    let o = round_options(rounding, overflow, seed)?.index_offset(index_offset);
+    match x {
+        Floats::F64(a) => encode_floats(py, &a, &f, &o, wide),
+        Floats::F32(a) => encode_floats(py, &a, &f, &o, wide),
+    }
+}
+
+/// The values of `codes` in `format` as float64.
+#[pyfunction]
+fn decode<'py>(py: Python<'py>, codes: Codes<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
+    let f = format_of(format)?;
+    fn go<C: Code + Element>(
+        py: Python<'_>,
+        a: &PyReadonlyArrayDyn<'_, C>,
+        f: &FloatFormat,
+    ) -> PyResult<Vec<f64>> {
+        let c = slice(a)?;
+        py.allow_threads(|| {
+            let mut out = vec![0.0; c.len()];
+            decode_into(f, c, &mut out).map(|_| out)
+        })
+        .map_err(err)
+    }
+    fn go_np<'py, C: Code + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, C>,
+        f: &FloatFormat,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let c = slice(a)?;
+        let (out, _) = fill::<f64, _>(py, a.shape(), |d| decode_into(f, c, d))?;
+        Ok(out.into_any())
+    }
+    match &codes {
+        Codes::U8(a) => return go_np(py, a, &f),
+        Codes::U16(a) => return go_np(py, a, &f),
+        Codes::U32(a) => return go_np(py, a, &f),
+        Codes::U64(a) => return go_np(py, a, &f),
+        _ => {}
+    }
+    fn signed<T: Element + Copy + Into<i64>>(a: &PyReadonlyArrayDyn<'_, T>) -> PyResult<Vec<u64>> {
+        slice(a)?
+            .iter()
+            .map(|&c| {
+                let c: i64 = c.into();
+                u64::try_from(c).map_err(|_| PyValueError::new_err(format!("code {c} is negative")))
+            })
+            .collect()
+    }
+    let (v, shape) = match &codes {
+        Codes::U8(a) => (go(py, a, &f)?, a.shape().to_vec()),
+        Codes::U16(a) => (go(py, a, &f)?, a.shape().to_vec()),
+        Codes::U32(a) => (go(py, a, &f)?, a.shape().to_vec()),
+        Codes::U64(a) => (go(py, a, &f)?, a.shape().to_vec()),
+        Codes::I64(a) => {
+            let c = signed(a)?;
+            let v = py.allow_threads(|| {
+                let mut out = vec![0.0; c.len()];
+                decode_into(&f, &c, &mut out).map(|_| out)
+            });
+            (v.map_err(err)?, a.shape().to_vec())
+        }
+        Codes::I32(a) => {
+            let c = signed(a)?;
+            let v = py.allow_threads(|| {
+                let mut out = vec![0.0; c.len()];
+                decode_into(&f, &c, &mut out).map(|_| out)
+            });
+            (v.map_err(err)?, a.shape().to_vec())
+        }
+    };
+    any(py, v, &shape)
+}
+
+/// `(sign, exponent, mantissa)` fields of one code.
+#[pyfunction]
+fn fields(code: u64, format: &str) -> PyResult<(u64, u64, u64)> {
+    Ok(format_of(format)?.fields(code))
+}
+
+/// The value of every code (formats of at most 16 bits).
+#[pyfunction]
+fn all_values<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyArray1<f64>>> {
+    Ok(PyArray1::from_vec(
+        py,
+        format_of(format)?.all_values().map_err(err)?,
+    ))
+}
+
+/// A code in binary with the fields of `format` apart.
+#[pyfunction]
+fn format_bits_str(code: u64, format: &str) -> PyResult<String> {
+    Ok(format_of(format)?.bits_str(code))
+}
+
+// ---------------------------------------------------------------------------------------
+// integers
+// ---------------------------------------------------------------------------------------
+
+#[pyfunction]
+#[pyo3(signature = (bits, signed=true))]
+fn int_range(bits: u32, signed: bool) -> PyResult<(i64, i64)> {
+    lowprec::int::int_range(bits, signed).map_err(err)
+}
+
+#[pyfunction]
+fn twos_complement_encode(v: i64, bits: u32) -> PyResult<u64> {
+    lowprec::int::twos_complement_encode(v, bits).map_err(err)
+}
+
+#[pyfunction]
+fn twos_complement_decode(code: u64, bits: u32) -> PyResult<i64> {
+    lowprec::int::twos_complement_decode(code, bits).map_err(err)
+}
+
+#[pyfunction]
+#[pyo3(signature = (code, bits, groups=None))]
+fn bits_str(code: u64, bits: u32, groups: Option<Vec<u32>>) -> PyResult<String> {
+    lowprec::int::bits_str(code, bits, groups.as_deref()).map_err(err)
+}
+
+#[pyfunction]
+fn wrap_int<'py>(
+    py: Python<'py>,
+    v: PyReadonlyArrayDyn<'py, i64>,
+    bits: u32,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut out = slice(&v)?.to_vec();
+    lowprec::int::wrap_int_in_place(&mut out, bits).map_err(err)?;
+    any(py, out, v.shape())
+}
+
+#[pyfunction]
+fn saturate_int<'py>(
+    py: Python<'py>,
+    v: PyReadonlyArrayDyn<'py, i64>,
+    bits: u32,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mut out = slice(&v)?.to_vec();
+    lowprec::int::saturate_int_in_place(&mut out, bits).map_err(err)?;
+    any(py, out, v.shape())
+}
+
+// ---------------------------------------------------------------------------------------
+// block scaling, integer quantization, schemes
+// ---------------------------------------------------------------------------------------
+
+fn block_shape(shape: &[usize], per_row: usize) -> Vec<usize> {
+    let mut s = shape.to_vec();
+    match s.last_mut() {
+        Some(l) => *l = per_row,
+        None => s.push(per_row),
+    }
+    s
+}
+
+fn block_status<'py>(
+    py: Python<'py>,
+    st: &lowprec::block::BlockStatus,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("elements", st.elements)?;
+    d.set_item("blocks", st.blocks)?;
+    d.set_item("saturated", st.saturated)?;
+    d.set_item("flushed", st.flushed)?;
+    d.set_item("nan_blocks", st.nan_blocks)?;
+    d.set_item("scale_clamped", st.scale_clamped)?;
+    Ok(d)
+}
+
+/// OCP MX along the last axis: `{values, codes, scales (E8M0 codes), status}`.
+#[pyfunction]
+#[pyo3(signature = (x, element, block=32, scale="floor", pad=false))]
+fn mx_quantize<'py>(
+    py: Python<'py>,
+    x: Floats<'py>,
+    element: &str,
+    block: usize,
+    scale: &str,
+    pad: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut o = mx::MxOptions::new(mx::MxElement::parse(element).map_err(err)?);
+    o.block = block;
+    o.scale = mx::ScaleRule::parse(scale).map_err(err)?;
+    o.pad = pad;
+    fn go<'py, I: Float + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, I>,
+        o: &mx::MxOptions,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let x = slice(a)?;
+        let shape = a.shape();
+        let bs = block_shape(shape, o.blocks_per_row(row_len(shape)));
+        let codes = PyArrayDyn::<u8>::zeros(py, IxDyn(shape), false);
+        let scales = PyArrayDyn::<u8>::zeros(py, IxDyn(&bs), false);
+        let (values, st) = {
+            let (mut cw, mut sw) = (codes.readwrite(), scales.readwrite());
+            let c = cw.as_slice_mut().expect("a new array is contiguous");
+            let s = sw.as_slice_mut().expect("a new array is contiguous");
+            fill::<I, _>(py, shape, |v| {
+                mx::mx_quantize_into(x, row_len(shape), o, v, c, s)
+            })?
+        };
+        let d = PyDict::new(py);
+        d.set_item("values", values)?;
+        d.set_item("codes", codes)?;
+        d.set_item("scales", scales)?;
+        d.set_item("status", block_status(py, &st)?)?;
+        Ok(d)
+    }
+    match x {
+        Floats::F64(a) => go(py, &a, &o),
+        Floats::F32(a) => go(py, &a, &o),
+    }
+}
+
+/// NVFP4 along the last axis: `{values, codes, scales (E4M3 codes), tensor_scale, status}`.
+#[pyfunction]
+#[pyo3(signature = (x, convention="seed", pad=false))]
+fn nvfp4_quantize<'py>(
+    py: Python<'py>,
+    x: Floats<'py>,
+    convention: &str,
+    pad: bool,
+) -> PyResult<Bound<'py, PyDict>> {
+    let o = nvfp4::Nvfp4Options {
+        convention: nvfp4::Convention::parse(convention).map_err(err)?,
+        pad,
+    };
+    fn go<'py, I: Float + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, I>,
+        o: &nvfp4::Nvfp4Options,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let x = slice(a)?;
+        let shape = a.shape();
+        let bs = block_shape(shape, nvfp4::blocks_per_row(row_len(shape)));
+        let codes = PyArrayDyn::<u8>::zeros(py, IxDyn(shape), false);
+        let scales = PyArrayDyn::<u8>::zeros(py, IxDyn(&bs), false);
+        let (values, (g, st)) = {
+            let (mut cw, mut sw) = (codes.readwrite(), scales.readwrite());
+            let c = cw.as_slice_mut().expect("a new array is contiguous");
+            let s = sw.as_slice_mut().expect("a new array is contiguous");
+            fill::<I, _>(py, shape, |v| {
+                nvfp4::nvfp4_quantize_into(x, row_len(shape), o, v, c, s)
+            })?
+        };
+        let d = PyDict::new(py);
+        d.set_item("values", values)?;
+        d.set_item("codes", codes)?;
+        d.set_item("scales", scales)?;
+        d.set_item("tensor_scale", g)?;
+        d.set_item("status", block_status(py, &st)?)?;
+        Ok(d)
+    }
+    match x {
+        Floats::F64(a) => go(py, &a, &o),
+        Floats::F32(a) => go(py, &a, &o),
+    }
+}
+
+/// One scale for the tensor: `{values, codes, scale, status}`.
+#[pyfunction]
+fn tensor_scaled<'py>(
+    py: Python<'py>,
+    x: Floats<'py>,
+    format: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let f = format_of(format)?;
+    fn go<'py, I: Float + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, I>,
+        f: &FloatFormat,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let x = slice(a)?;
+        let q = py
+            .allow_threads(|| tensor::tensor_scaled(x, f))
+            .map_err(err)?;
+        let d = PyDict::new(py);
+        d.set_item("values", shaped(py, q.values, a.shape())?)?;
+        d.set_item("codes", shaped(py, q.codes, a.shape())?)?;
+        d.set_item("scale", q.scale)?;
+        d.set_item("status", block_status(py, &q.status)?)?;
+        Ok(d)
+    }
+    match x {
+        Floats::F64(a) => go(py, &a, &f),
+        Floats::F32(a) => go(py, &a, &f),
+    }
+}
+
+/// Affine integers: `{values, q, scales, zeros, clips, clipped, flushed}`; granularity
+/// `tensor`, `channel` (rows along the last axis) or `group` (of `group` elements).
+#[pyfunction]
+#[pyo3(signature = (x, bits=8, mapping="symmetric", granularity="tensor", group=0, clip=None))]
+fn quantize_int<'py>(
+    py: Python<'py>,
+    x: Floats<'py>,
+    bits: u32,
+    mapping: &str,
+    granularity: &str,
+    group: usize,
+    clip: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mapping = match mapping {
+        "symmetric" | "sym" => Mapping::Symmetric,
+        "full" | "symmetric_full" => Mapping::SymmetricFull,
+        "asymmetric" | "asym" => Mapping::Asymmetric,
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "mapping must be 'symmetric', 'full' or 'asymmetric', not {mapping:?}"
+            )))
+        }
+    };
+    let granularity = match granularity {
+        "tensor" => Granularity::Tensor,
+        "channel" => Granularity::Channel,
+        "group" => Granularity::Group(group),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "granularity must be 'tensor', 'channel' or 'group', not {granularity:?}"
+            )))
+        }
+    };
+    let clip = match clip {
+        None => Clip::None,
+        Some(c) => match c.extract::<String>() {
+            Ok(s) if s == "mse" => Clip::Mse,
+            Ok(s) => {
+                return Err(PyValueError::new_err(format!(
+                    "clip must be None, a ratio in (0, 1] or 'mse', not {s:?}"
+                )))
+            }
+            Err(_) => Clip::Ratio(c.extract::<f64>()?),
+        },
+    };
+    let o = IntOptions {
+        bits,
+        mapping,
+        granularity,
+        clip,
+    };
+    fn go<'py, I: Float + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, I>,
+        o: &IntOptions,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let x = slice(a)?;
+        let shape = a.shape();
+        let glen = o.group_len(x.len(), row_len(shape)).map_err(err)?;
+        let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
+        let q = PyArrayDyn::<i32>::zeros(py, IxDyn(shape), false);
+        let (mut sc, mut ze, mut cl) = (vec![1.0; groups], vec![0.0; groups], vec![1.0; groups]);
+        let (values, (clipped, flushed)) = {
+            let mut qw = q.readwrite();
+            let qs = qw.as_slice_mut().expect("a new array is contiguous");
+            let (s, z, c) = (&mut sc, &mut ze, &mut cl);
+            fill::<I, _>(py, shape, |v| {
+                quant::quantize_int_into(x, row_len(shape), o, v, qs, s, z, c)
+            })?
+        };
+        let d = PyDict::new(py);
+        d.set_item("values", values)?;
+        d.set_item("q", q)?;
+        d.set_item("scales", PyArray1::from_vec(py, sc))?;
+        d.set_item("zeros", PyArray1::from_vec(py, ze))?;
+        d.set_item("clips", PyArray1::from_vec(py, cl))?;
+        d.set_item("clipped", clipped)?;
+        d.set_item("flushed", flushed)?;
+        Ok(d)
+    }
+    match x {
+        Floats::F64(a) => go(py, &a, &o),
+        Floats::F32(a) => go(py, &a, &o),
+    }
+}
+
+/// A named scheme (`mxfp4`, `nvfp4`, `int4:group=128`, `fp8-e4m3`, …) along the last axis:
+/// `{values, codes, code_bits, scales, scale_codes, zeros, tensor_scale, saturated, flushed, nan}`.
+#[pyfunction]
+fn quantize<'py>(py: Python<'py>, x: Floats<'py>, scheme: &str) -> PyResult<Bound<'py, PyDict>> {
+    let s = Scheme::parse(scheme).map_err(err)?;
+    fn go<'py, I: Float + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, I>,
+        s: &Scheme,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let x = slice(a)?;
+        let shape = a.shape();
+        let q = py
+            .allow_threads(|| s.apply(x, row_len(shape)))
+            .map_err(err)?;
+        let d = PyDict::new(py);
+        d.set_item("values", shaped(py, q.values, shape)?)?;
+        if q.codes.len() == x.len() {
+            d.set_item("codes", shaped(py, q.codes, shape)?)?;
+        } else {
+            d.set_item("codes", py.None())?;
+        }
+        d.set_item("code_bits", q.code_bits)?;
+        let per_row = q.scales_per_row;
+        match q.scales {
+            Scales::None => {
+                d.set_item("scales", py.None())?;
+                d.set_item("scale_codes", py.None())?;
+            }
+            Scales::Codes(c) => {
+                let bs = if per_row > 0 && !shape.is_empty() {
+                    block_shape(shape, per_row)
+                } else {
+                    vec![c.len()]
+                };
+                d.set_item("scales", py.None())?;
+                d.set_item("scale_codes", shaped(py, c, &bs)?)?;
+            }
+            Scales::Values(v) => {
+                d.set_item("scales", PyArray1::from_vec(py, v))?;
+                d.set_item("scale_codes", py.None())?;
+            }
+        }
+        match q.zeros {
+            Some(z) => d.set_item("zeros", PyArray1::from_vec(py, z))?,
+            None => d.set_item("zeros", py.None())?,
+        }
+        d.set_item("tensor_scale", q.tensor_scale)?;
+        d.set_item("saturated", q.saturated)?;
+        d.set_item("flushed", q.flushed)?;
+        d.set_item("nan", q.nan)?;
+        Ok(d)
+    }
+    match x {
+        Floats::F64(a) => go(py, &a, &s),
+        Floats::F32(a) => go(py, &a, &s),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// accumulation
+// ---------------------------------------------------------------------------------------
+
+/// Sum each row (the last axis) with every addition rounded into `acc`; float64 sums of
+/// shape `x.shape[:-1]`.
+#[pyfunction]
+#[pyo3(signature = (x, acc="fp32", method="sequential", chunk=0, rounding="rne", overflow="ovf", seed=0, outer="fp32"))]
+#[allow(clippy::too_many_arguments)]
+fn accumulate<'py>(
+    py: Python<'py>,
+    x: Floats<'py>,
+    acc: &str,
+    method: &str,
+    chunk: usize,
+    rounding: &str,
+    overflow: &str,
+    seed: u64,
+    outer: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let o = AccumOptions::new(format_of(acc)?)
+        .method(method.parse::<Method>().map_err(err)?)
+        .chunk(chunk)
+        .rounding(round_options(rounding, overflow, seed)?)
+        .outer(format_of(outer)?);
+    fn go<'py, I: Float + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, I>,
+        o: &AccumOptions,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let x = slice(a)?;
+        let shape = a.shape();
+        let cols = row_len(shape);
+        let (v, _) = py
+            .allow_threads(|| accum::accumulate(x, cols, o))
+            .map_err(err)?;
+        let out_shape = &shape[..shape.len().saturating_sub(1)];
+        any(py, v, out_shape)
+    }
+    match x {
+        Floats::F64(a) => go(py, &a, &o),
+        Floats::F32(a) => go(py, &a, &o),
+    }
+}
+
+/// `C = A·B` simulated: inputs through `input` (a scheme, optional), products rounded into
+/// `product` (optional), sums into `acc` in `order`, promoted every `chunk` terms.
+/// `{c, exact, max_rel, mean_rel, max_normalized, bound, inexact_products}`.
+#[pyfunction]
+#[pyo3(signature = (a, b, acc="fp32", input=None, product=None, order="sequential", chunk=0, rounding="rne", overflow="ovf", seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn gemm<'py>(
+    py: Python<'py>,
+    a: PyReadonlyArray2<'py, f64>,
+    b: PyReadonlyArray2<'py, f64>,
+    acc: &str,
+    input: Option<&str>,
+    product: Option<&str>,
+    order: &str,
+    chunk: usize,
+    rounding: &str,
+    overflow: &str,
+    seed: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (m, k) = (a.shape()[0], a.shape()[1]);
+    let (k2, n) = (b.shape()[0], b.shape()[1]);
+    if k != k2 {
+        return Err(PyValueError::new_err(format!(
+            "gemm: A is {m}×{k} and B is {k2}×{n}; the inner dimensions must agree"
+        )));
+    }
+    let mut o = GemmOptions::new(format_of(acc)?)
+        .order(order.parse::<Order>().map_err(err)?)
+        .chunk(chunk)
+        .rounding(round_options(rounding, overflow, seed)?);
+    if let Some(s) = input {
+        o = o.input(Scheme::parse(s).map_err(err)?);
+    }
+    if let Some(p) = product {
+        o = o.product(format_of(p)?);
+    }
+    let contiguous = |_| PyValueError::new_err("the matrices must be C-contiguous");
+    let (av, bv) = (
+        a.as_slice().map_err(contiguous)?,
+        b.as_slice().map_err(contiguous)?,
+    );
+    let r = py
+        .allow_threads(|| accum::gemm(av, bv, m, n, k, &o))
+        .map_err(err)?;
+    let d = PyDict::new(py);
+    d.set_item("c", shaped(py, r.c, &[m, n])?)?;
+    d.set_item("exact", shaped(py, r.exact, &[m, n])?)?;
+    d.set_item("max_rel", r.max_rel)?;
+    d.set_item("mean_rel", r.mean_rel)?;
+    d.set_item("max_normalized", r.max_normalized)?;
+    d.set_item("bound", r.bound)?;
+    d.set_item("inexact_products", r.inexact_products)?;
+    Ok(d)
+}
+
+// ---------------------------------------------------------------------------------------
+// reductions and metrics
+// ---------------------------------------------------------------------------------------
+
+fn arith(name: &str) -> PyResult<Arith> {
+    let a = Arith::parse(name).map_err(err)?;
+    a.check().map_err(err)?;
+    Ok(a)
+}
+
+fn f64s<'a>(a: &'a PyReadonlyArrayDyn<'_, f64>) -> PyResult<&'a [f64]> {
+    slice(a)
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, arith="f32"))]
+fn softmax_naive<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArrayDyn<'py, f64>,
+    arith: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let ar = self::arith(arith)?;
+    let v = f64s(&x)?;
+    let out = py.allow_threads(|| reduce::softmax_naive(v, &ar));
+    any(py, out, x.shape())
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, arith="f32"))]
+fn softmax_safe<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArrayDyn<'py, f64>,
+    arith: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let ar = self::arith(arith)?;
+    let v = f64s(&x)?;
+    let out = py.allow_threads(|| reduce::softmax_safe(v, &ar));
+    any(py, out, x.shape())
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, arith="f32"))]
+fn online_softmax_stats(
+    py: Python<'_>,
+    x: PyReadonlyArrayDyn<'_, f64>,
+    arith: &str,
+) -> PyResult<(f64, f64)> {
+    let ar = self::arith(arith)?;
+    let v = f64s(&x)?;
+    let s = py.allow_threads(|| reduce::online_softmax_stats(v, &ar));
+    Ok((s.m, s.d))
+}
+
+#[pyfunction]
+#[pyo3(signature = (a, b, arith="f32"))]
+fn merge_softmax_stats(a: (f64, f64), b: (f64, f64), arith: &str) -> PyResult<(f64, f64)> {
+    let ar = self::arith(arith)?;
+    let s = reduce::merge_softmax_stats(
+        &SoftmaxStats { m: a.0, d: a.1 },
+        &SoftmaxStats { m: b.0, d: b.1 },
+        &ar,
+    );
+    Ok((s.m, s.d))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, arith="f32"))]
+fn variance_one_pass(py: Python<'_>, x: PyReadonlyArrayDyn<'_, f64>, arith: &str) -> PyResult<f64> {
+    let ar = self::arith(arith)?;
+    let v = f64s(&x)?;
+    Ok(py.allow_threads(|| reduce::variance_one_pass(v, &ar)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, arith="f32"))]
+fn variance_two_pass(py: Python<'_>, x: PyReadonlyArrayDyn<'_, f64>, arith: &str) -> PyResult<f64> {
+    let ar = self::arith(arith)?;
+    let v = f64s(&x)?;
+    Ok(py.allow_threads(|| reduce::variance_two_pass(v, &ar)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (x, arith="f32"))]
+fn variance_welford(py: Python<'_>, x: PyReadonlyArrayDyn<'_, f64>, arith: &str) -> PyResult<f64> {
+    let ar = self::arith(arith)?;
+    let v = f64s(&x)?;
+    Ok(py.allow_threads(|| reduce::variance_welford(v, &ar)))
+}
+
+fn pair<'a>(
+    a: &'a PyReadonlyArrayDyn<'_, f64>,
+    e: &'a PyReadonlyArrayDyn<'_, f64>,
+) -> PyResult<(&'a [f64], &'a [f64])> {
+    let (a, e) = (f64s(a)?, f64s(e)?);
+    if a.len() != e.len() {
+        return Err(PyValueError::new_err(format!(
+            "approx has {} elements and exact {}; give arrays of one shape",
+            a.len(),
+            e.len()
+        )));
+    }
+    Ok((a, e))
+}
+
+#[pyfunction]
+fn rel_error(
+    py: Python<'_>,
+    approx: PyReadonlyArrayDyn<'_, f64>,
+    exact: PyReadonlyArrayDyn<'_, f64>,
+) -> PyResult<f64> {
+    let (a, e) = pair(&approx, &exact)?;
+    Ok(py.allow_threads(|| lowprec::metrics::rel_error(a, e)))
+}
+
+#[pyfunction]
+fn sqnr_db(
+    py: Python<'_>,
+    approx: PyReadonlyArrayDyn<'_, f64>,
+    exact: PyReadonlyArrayDyn<'_, f64>,
+) -> PyResult<f64> {
+    let (a, e) = pair(&approx, &exact)?;
+    Ok(py.allow_threads(|| lowprec::metrics::sqnr_db(a, e)))
+}
+
+#[pyfunction]
+fn max_abs_error(
+    py: Python<'_>,
+    approx: PyReadonlyArrayDyn<'_, f64>,
+    exact: PyReadonlyArrayDyn<'_, f64>,
+) -> PyResult<f64> {
+    let (a, e) = pair(&approx, &exact)?;
+    Ok(py.allow_threads(|| lowprec::metrics::max_abs_error(a, e)))
+}
+
+// ---------------------------------------------------------------------------------------
+// range-safe binary32
+// ---------------------------------------------------------------------------------------
+
+#[pyfunction]
+fn block_exponent(py: Python<'_>, values: Elems<'_>) -> PyResult<i32> {
+    fn go<T: range::Element + Element>(
+        py: Python<'_>,
+        a: &PyReadonlyArrayDyn<'_, T>,
+    ) -> PyResult<i32> {
+        let v = slice(a)?;
+        py.allow_threads(|| range::block_exponent(v)).map_err(rerr)
+    }
+    match &values {
+        Elems::F64(a) => go(py, a),
+        Elems::F32(a) => go(py, a),
+        Elems::C128(a) => go(py, a),
+        Elems::C64(a) => go(py, a),
+    }
+}
+
+/// `(values narrowed to float32/complex64, exponent)`.
+#[pyfunction]
+fn narrow<'py>(py: Python<'py>, values: Elems<'py>) -> PyResult<(Bound<'py, PyAny>, i32)> {
+    match &values {
+        Elems::F64(a) => {
+            let v = slice(a)?;
+            let n = py.allow_threads(|| range::narrow(v)).map_err(rerr)?;
+            Ok((any(py, n.values().to_vec(), a.shape())?, n.exponent()))
+        }
+        Elems::C128(a) => {
+            let v = slice(a)?;
+            let n = py.allow_threads(|| range::narrow(v)).map_err(rerr)?;
+            Ok((any(py, n.values().to_vec(), a.shape())?, n.exponent()))
+        }
+        _ => Err(PyValueError::new_err(
+            "narrow takes a binary64 buffer (float64 or complex128)",
+        )),
+    }
+}
+
+#[pyfunction]
+fn state_scale(peak: f64) -> PyResult<f64> {
+    range::state_scale(peak).map_err(rerr)
+}
+
+/// `(mantissa, exponent)` of the product of `factors` and `2**exponent`.
+#[pyfunction]
+#[pyo3(signature = (factors, exponent=0))]
+fn combine(factors: Vec<f64>, exponent: i32) -> PyResult<(f64, i64)> {
+    let c = range::combine(&factors, exponent).map_err(rerr)?;
+    Ok((c.mantissa(), c.exponent()))
+}
+
+fn coefficient(mantissa: f64, exponent: i64) -> PyResult<range::Coefficient> {
+    let e = i32::try_from(exponent)
+        .map_err(|_| PyValueError::new_err(format!("exponent {exponent} is out of range")))?;
+    range::combine(&[mantissa], e).map_err(rerr)
+}
+
+#[pyfunction]
+fn coefficient_value(mantissa: f64, exponent: i64) -> PyResult<f64> {
+    coefficient(mantissa, exponent)?.value().map_err(rerr)
+}
+
+#[pyfunction]
+fn coefficient_binary32(mantissa: f64, exponent: i64) -> PyResult<f32> {
+    coefficient(mantissa, exponent)?.binary32().map_err(rerr)
+}
+
+/// The tree sum along `axis` (the array's own dtype).
+#[pyfunction]
+fn pairwise_sum<'py>(
+    py: Python<'py>,
+    values: Elems<'py>,
+    axis: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    fn go<'py, T: range::Element + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, T>,
+        axis: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v = slice(a)?;
+        let shape = a.shape();
+        let out = py
+            .allow_threads(|| range::pairwise_sum_axis(v, shape, axis))
+            .map_err(rerr)?;
+        let mut s = shape.to_vec();
+        s.remove(axis.min(s.len().saturating_sub(1)));
+        any(py, out, &s)
+    }
+    match &values {
+        Elems::F64(a) => go(py, a, axis),
+        Elems::F32(a) => go(py, a, axis),
+        Elems::C128(a) => go(py, a, axis),
+        Elems::C64(a) => go(py, a, axis),
+    }
+}
+
+/// The Hillis–Steele scan along `axis` (the array's own dtype and shape).
+#[pyfunction]
+fn prefix_sum<'py>(
+    py: Python<'py>,
+    values: Elems<'py>,
+    axis: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    fn go<'py, T: range::Element + Element>(
+        py: Python<'py>,
+        a: &PyReadonlyArrayDyn<'py, T>,
+        axis: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v = slice(a)?;
+        let shape = a.shape();
+        let out = py
+            .allow_threads(|| range::prefix_sum_axis(v, shape, axis))
+            .map_err(rerr)?;
+        any(py, out, shape)
+    }
+    match &values {
+        Elems::F64(a) => go(py, a, axis),
+        Elems::F32(a) => go(py, a, axis),
+        Elems::C128(a) => go(py, a, axis),
+        Elems::C64(a) => go(py, a, axis),
+    }
+}
+
+/// Real weights of the values' precision.
+#[derive(FromPyObject)]
+enum Weights<'py> {
+    F64(PyReadonlyArrayDyn<'py, f64>),
+    F32(PyReadonlyArrayDyn<'py, f32>),
+}
+
+#[pyfunction]
+#[pyo3(signature = (values, weights=None))]
+fn scaled_square_sum(
+    py: Python<'_>,
+    values: Elems<'_>,
+    weights: Option<Weights<'_>>,
+) -> PyResult<f64> {
+    let mismatch = || PyValueError::new_err("the weights must have the values' real dtype");
+    match (&values, &weights) {
+        (Elems::F64(a), None) => {
+            let v = slice(a)?;
+            py.allow_threads(|| range::scaled_square_sum(v, None))
+        }
+        (Elems::C128(a), None) => {
+            let v = slice(a)?;
+            py.allow_threads(|| range::scaled_square_sum(v, None))
+        }
+        (Elems::F32(a), None) => {
+            let v = slice(a)?;
+            py.allow_threads(|| range::scaled_square_sum(v, None))
+        }
+        (Elems::C64(a), None) => {
+            let v = slice(a)?;
+            py.allow_threads(|| range::scaled_square_sum(v, None))
+        }
+        (Elems::F64(a), Some(Weights::F64(w))) => {
+            let (v, w) = (slice(a)?, slice(w)?);
+            py.allow_threads(|| range::scaled_square_sum(v, Some(w)))
+        }
+        (Elems::C128(a), Some(Weights::F64(w))) => {
+            let (v, w) = (slice(a)?, slice(w)?);
+            py.allow_threads(|| range::scaled_square_sum(v, Some(w)))
+        }
+        (Elems::F32(a), Some(Weights::F32(w))) => {
+            let (v, w) = (slice(a)?, slice(w)?);
+            py.allow_threads(|| range::scaled_square_sum(v, Some(w)))
+        }
+        (Elems::C64(a), Some(Weights::F32(w))) => {
+            let (v, w) = (slice(a)?, slice(w)?);
+            py.allow_threads(|| range::scaled_square_sum(v, Some(w)))
+        }
+        _ => return Err(mismatch()),
+    }
+    .map_err(rerr)
+}
+
+#[pyfunction]
+fn launch_peak(
+    py: Python<'_>,
+    field: PyReadonlyArrayDyn<'_, Complex64>,
+    kind: &str,
+) -> PyResult<f64> {
+    let kind: range::GridKind = kind.parse().map_err(rerr)?;
+    let v = slice(&field)?;
+    let n = row_len(field.shape());
+    py.allow_threads(|| range::launch_peak(v, n, kind))
+        .map_err(rerr)
+}
+
+/// The shared single-precision refusals (`ValueError` naming the refusal).
+#[pyfunction]
+#[pyo3(signature = (precision, engine, engines, multistep, rtol, schedule, study=false))]
+#[allow(clippy::too_many_arguments)]
+fn admit(
+    precision: &str,
+    engine: &str,
+    engines: Vec<String>,
+    multistep: bool,
+    rtol: Option<f64>,
+    schedule: bool,
+    study: bool,
+) -> PyResult<()> {
+    let p: range::Precision = precision.parse().map_err(rerr)?;
+    let policy = range::AdmissionPolicy::new(engines);
+    let mut r = range::Request::new(p, engine)
+        .multistep(multistep)
+        .schedule(schedule);
+    if let Some(t) = rtol {
+        r = r.rtol(t);
+    }
+    let _guard = study.then(range::study_admission);
+    range::admit(&policy, &r).map_err(rerr)
+}
+
+/// Check a precision pair (`ValueError` for an unknown name or a mixed pair).
+#[pyfunction]
+fn check_precision(state: &str, source: &str) -> PyResult<String> {
+    let p = range::Precision::new(state.parse().map_err(rerr)?, source.parse().map_err(rerr)?)
+        .map_err(rerr)?;
+    Ok(p.name().as_str().to_string())
+}
+
+#[pymodule]
+fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SINGLE_RTOL_FLOOR", range::SINGLE_RTOL_FLOOR)?;
+    macro_rules! add {
+        ($($f:ident),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
+    }
+    add!(
+        format_info,
+        make_format,
+        preset_names,
+        round,
+        encode,
+        decode,
+        fields,
+        all_values,
+        format_bits_str,
+        int_range,
+        twos_complement_encode,
+        twos_complement_decode,
+        bits_str,
+        wrap_int,
+        saturate_int,
+        mx_quantize,
+        nvfp4_quantize,
+        tensor_scaled,
+        quantize_int,
+        quantize,
+        accumulate,
+        gemm,
+        softmax_naive,
+        softmax_safe,
+        online_softmax_stats,
+        merge_softmax_stats,
+        variance_one_pass,
+        variance_two_pass,
+        variance_welford,
+        rel_error,
+        sqnr_db,
+        max_abs_error,
+        block_exponent,
+        narrow,
+        state_scale,
+        combine,
+        coefficient_value,
+        coefficient_binary32,
+        pairwise_sum,
+        prefix_sum,
+        scaled_square_sum,
+        launch_peak,
+        admit,
+        check_precision,
+    );
+    Ok(())
+}
