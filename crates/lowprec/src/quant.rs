@@ -156,6 +156,7 @@ struct Group {
     zero: f64,
 }
 
+#[inline(always)]
 fn params(x: &[f64], o: &IntOptions, c: f64) -> Group {
     let (qmin, qmax) = o.range();
     match o.mapping {
@@ -192,7 +193,7 @@ fn params(x: &[f64], o: &IntOptions, c: f64) -> Group {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn q_of(x: f64, g: &Group, o: &IntOptions) -> (f64, bool) {
     let (qmin, qmax) = o.range();
     let r = (x / g.scale).round_ties_even() + g.zero;
@@ -200,6 +201,7 @@ fn q_of(x: f64, g: &Group, o: &IntOptions) -> (f64, bool) {
     (q, q != r)
 }
 
+#[inline(always)]
 fn sse(x: &[f64], g: &Group, o: &IntOptions) -> f64 {
     x.iter()
         .map(|&v| {
@@ -284,17 +286,13 @@ pub fn quantize_int_into<I: Float>(
             x.len()
         )));
     }
-    if let Some(i) = x.iter().position(|v| !v.to_f64().is_finite()) {
-        return Err(Error::InvalidArgument(format!(
-            "integer quantization needs finite inputs; index {i} is {:?}: remove NaN/Inf first",
-            x[i].to_f64()
-        )));
-    }
     if x.is_empty() {
         return Ok((0, 0));
     }
     let per = (1 << 14) / glen + 1; // groups per work item
-    Ok(x.par_chunks(glen * per)
+                                    // (the kernel counts NaN/Inf inputs as it goes; the error names the first one)
+    let (clipped, flushed, bad) = x
+        .par_chunks(glen * per)
         .zip(values.par_chunks_mut(glen * per))
         .zip(q.par_chunks_mut(glen * per))
         .zip(
@@ -315,7 +313,15 @@ pub fn quantize_int_into<I: Float>(
                 cl,
             })
         })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1)))
+        .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+    if bad > 0 {
+        let i = x.iter().position(|v| !v.to_f64().is_finite()).unwrap_or(0);
+        return Err(Error::InvalidArgument(format!(
+            "integer quantization needs finite inputs; index {i} is {:?}: remove NaN/Inf first",
+            x[i].to_f64()
+        )));
+    }
+    Ok((clipped, flushed))
 }
 
 /// One work item of integer quantization, compiled for the best instruction set.
@@ -331,9 +337,10 @@ struct Groups<'a, I: Float> {
 }
 
 impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
-    type Output = (u64, u64);
+    /// `(clipped, flushed, non-finite inputs)`.
+    type Output = (u64, u64, u64);
     #[inline(always)]
-    fn run(self) -> (u64, u64) {
+    fn run(self) -> (u64, u64, u64) {
         let Groups {
             o,
             glen,
@@ -346,7 +353,7 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
         } = self;
         let (qmin, qmax) = o.range();
         let mut buf = vec![0f64; glen];
-        let (mut clipped, mut flushed) = (0u64, 0u64);
+        let (mut clipped, mut flushed, mut bad) = (0u64, 0u64, 0u64);
         for (k, ((xg, vg), qg)) in x
             .chunks(glen)
             .zip(v.chunks_mut(glen))
@@ -355,6 +362,11 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
         {
             let xs = &mut buf[..xg.len()];
             xs.iter_mut().zip(xg).for_each(|(a, b)| *a = b.to_f64());
+            let finite = xs.iter().fold(0u32, |n, v| n + v.is_finite() as u32);
+            if finite as usize != xs.len() {
+                bad += (xs.len() - finite as usize) as u64;
+                continue;
+            }
             let c = match o.clip {
                 Clip::None => 1.0,
                 Clip::Ratio(c) => c,
@@ -385,7 +397,7 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
             z[k] = zero;
             cl[k] = c;
         }
-        (clipped, flushed)
+        (clipped, flushed, bad)
     }
 }
 

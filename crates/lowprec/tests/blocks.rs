@@ -107,3 +107,82 @@ fn nvfp4_csv_every_row() {
     }
     assert_eq!(rows, 1072);
 }
+
+/// Normal(0, 1)-ish data scaled per row over many binades, with ±0, NaN and ±Inf sprinkled
+/// in (for MX), deterministic.
+fn wide_data(n: usize, row: usize, specials: bool, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    (0..n)
+        .map(|i| {
+            let r = next();
+            let u = ((r >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0;
+            let scale = 2f64.powi(((i / row) % 60) as i32 - 30);
+            match r % 97 {
+                0 => -0.0,
+                1 if specials => [f64::NAN, f64::INFINITY, f64::NEG_INFINITY][(r % 3) as usize],
+                2 => 0.0,
+                _ => u * u * u * scale * 7.0,
+            }
+        })
+        .collect()
+}
+
+/// The codes-only entry points give exactly the codes, scales and counts of the full
+/// conversion: every MX element type, rules, padded and whole rows, both input types, and
+/// both NVFP4 conventions.
+#[test]
+fn codes_only_equal_the_full_conversion() {
+    use lowprec::block::mx::{mx_encode_into, mx_quantize_into, ScaleRule};
+    use lowprec::block::nvfp4::{nvfp4_encode_into, nvfp4_quantize_into, Convention, Nvfp4Options};
+    for (row, n) in [(4096usize, 1 << 17), (96, 96 * 700), (100, 100 * 640)] {
+        let x = wide_data(n, row, true, row as u64);
+        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        for elem in [
+            "fp8-e4m3", "fp8-e5m2", "fp6-e3m2", "fp6-e2m3", "fp4-e2m1", "int8", "e4m3fnuz",
+        ] {
+            for rule in [ScaleRule::Floor, ScaleRule::Rceil] {
+                let mut o = MxOptions::new(MxElement::parse(elem).unwrap());
+                o.scale = rule;
+                o.pad = true;
+                let nb = n / row * o.blocks_per_row(row);
+                let (mut v, mut c1, mut s1) = (vec![0f32; n], vec![0u8; n], vec![0u8; nb]);
+                let (mut c2, mut s2) = (vec![0u8; n], vec![0u8; nb]);
+                let st1 = mx_quantize_into(&x32, row, &o, &mut v, &mut c1, &mut s1).unwrap();
+                let st2 = mx_encode_into(&x32, row, &o, &mut c2, &mut s2).unwrap();
+                assert_eq!(
+                    (&c1, &s1, st1),
+                    (&c2, &s2, st2),
+                    "{elem} {rule:?} row {row}"
+                );
+                let mut v64 = vec![0f64; n];
+                let st1 = mx_quantize_into(&x, row, &o, &mut v64, &mut c1, &mut s1).unwrap();
+                let st2 = mx_encode_into(&x, row, &o, &mut c2, &mut s2).unwrap();
+                assert_eq!(
+                    (&c1, &s1, st1),
+                    (&c2, &s2, st2),
+                    "{elem} {rule:?} row {row} f64"
+                );
+            }
+        }
+        let x = wide_data(n, row, false, row as u64 + 1);
+        let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+        for conv in [Convention::Seed, Convention::Torchao] {
+            let o = Nvfp4Options {
+                convention: conv,
+                pad: true,
+            };
+            let nb = n / row * row.div_ceil(16);
+            let (mut v, mut c1, mut s1) = (vec![0f32; n], vec![0u8; n], vec![0u8; nb]);
+            let (mut c2, mut s2) = (vec![0u8; n], vec![0u8; nb]);
+            let r1 = nvfp4_quantize_into(&x32, row, &o, &mut v, &mut c1, &mut s1).unwrap();
+            let r2 = nvfp4_encode_into(&x32, row, &o, &mut c2, &mut s2).unwrap();
+            assert_eq!((&c1, &s1, r1), (&c2, &s2, r2), "nvfp4 {conv:?} row {row}");
+        }
+    }
+}

@@ -24,7 +24,8 @@ pub struct Args {
     /// Formats (default: every preset).
     #[arg(long = "format", short = 'f')]
     pub formats: Vec<String>,
-    /// Block and integer schemes to time as `quantize` records (default: mx:fp8-e4m3,
+    /// Block and integer schemes to time as `quantize` records (values, codes and scales;
+    /// block schemes also as `encode` records: codes and scales only) (default: mx:fp8-e4m3,
     /// mx:fp6-e2m3, mx:fp4-e2m1, mxint8, nvfp4, int8:group=128, int4:group=128; `none` for
     /// none), on rows of 4096.
     #[arg(long = "scheme", short = 's')]
@@ -201,6 +202,33 @@ fn measure(
             "allocating"
         };
         rec("quantize", name, "rne", "f32", buffer, t);
+        // the codes and scales alone (the quantization proper, as torchao's to_mx gives it)
+        let t = match scheme {
+            Scheme::Mx(o) => Some(time(a.reps, || {
+                let nb = n / row * o.blocks_per_row(row);
+                drop(lowprec::block::mx::mx_encode_into(
+                    &b.x32,
+                    row,
+                    o,
+                    &mut b.c8,
+                    &mut b.s8[..nb],
+                ))
+            })),
+            Scheme::Nvfp4(o) => Some(time(a.reps, || {
+                let nb = n / row * lowprec::block::nvfp4::blocks_per_row(row);
+                drop(lowprec::block::nvfp4::nvfp4_encode_into(
+                    &b.x32,
+                    row,
+                    o,
+                    &mut b.c8,
+                    &mut b.s8[..nb],
+                ))
+            })),
+            _ => None,
+        };
+        if let Some(t) = t {
+            rec("encode", name, "rne", "f32", "preallocated", t);
+        }
     }
     if !a.no_accum {
         out.extend(measure_accum(a.reps, threads)?);

@@ -4,6 +4,7 @@
 //! Arrays of any shape are flattened in C order; blocks run along the last axis, whose
 //! length is the `row_len` argument of every function here. A block never spans two rows.
 
+mod fused;
 pub mod mx;
 pub mod nvfp4;
 pub mod pack;
@@ -98,6 +99,7 @@ pub(crate) fn rows_of(len: usize, row_len: usize) -> crate::Result<usize> {
 
 /// Run `f` over matching work items of the input and the three outputs (values, codes,
 /// scales): `unit` elements and `unit_blocks` scales per item, in parallel for long inputs.
+/// Empty `values` (codes only) give every item an empty values slice.
 pub(crate) fn for_items<I: Sync, O: Send>(
     x: &[I],
     values: &mut [O],
@@ -108,6 +110,22 @@ pub(crate) fn for_items<I: Sync, O: Send>(
     f: impl Fn(&[I], &mut [O], &mut [u8], &mut [u8]) -> BlockStatus + Sync,
 ) -> BlockStatus {
     use rayon::prelude::*;
+    if values.is_empty() && !x.is_empty() {
+        let g = |((x, c), s): ((&[I], &mut [u8]), &mut [u8])| f(x, &mut [], c, s);
+        return if x.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+            x.par_chunks(unit)
+                .zip(codes.par_chunks_mut(unit))
+                .zip(scales.par_chunks_mut(unit_blocks))
+                .map(g)
+                .reduce(BlockStatus::default, |a, b| a + b)
+        } else {
+            x.chunks(unit)
+                .zip(codes.chunks_mut(unit))
+                .zip(scales.chunks_mut(unit_blocks))
+                .map(g)
+                .fold(BlockStatus::default(), |a, b| a + b)
+        };
+    }
     if x.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
         x.par_chunks(unit)
             .zip(values.par_chunks_mut(unit))
@@ -147,12 +165,21 @@ pub(crate) fn max_abs_serial<I: crate::Float>(x: &[I]) -> f64 {
 pub(crate) fn max_abs<I: crate::Float>(x: &[I]) -> f64 {
     use crate::round::types::Word;
     use rayon::prelude::*;
+    /// One chunk's maximum, compiled for the best instruction set.
+    struct MaxAbs<'a, I>(&'a [I]);
+    impl<I: crate::Float> crate::simd::Kernel for MaxAbs<'_, I> {
+        type Output = I::Bits;
+        #[inline(always)]
+        fn run(self) -> I::Bits {
+            max_abs_bits(self.0)
+        }
+    }
     let m = if x.len() >= PARALLEL_MIN {
         x.par_chunks(1 << 14)
-            .map(max_abs_bits)
+            .map(|c| crate::simd::dispatch(MaxAbs(c)))
             .reduce(|| <I::Bits as Word>::ZERO, |a, b| a.max(b))
     } else {
-        max_abs_bits(x)
+        crate::simd::dispatch(MaxAbs(x))
     };
     I::from_bits(m).to_f64()
 }

@@ -13,6 +13,7 @@
 //! documents often store its reciprocal `2688 / amax`). In the torchao convention exact E2M1
 //! ties may fall on either side, because the reciprocal is rounded.
 
+use super::fused::{self, Elem};
 use super::{rows_of, BlockStatus};
 use crate::error::{Error, Result};
 use crate::round::{Float, Overflow, RoundOptions, Rounder};
@@ -132,6 +133,56 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
             scales.len()
         )));
     }
+    convert_into(x, row_len, rows * nb, opts, values, codes, scales)
+}
+
+/// The NVFP4 codes of `x` without the values: E2M1 `codes`, E4M3 block `scales` and the
+/// tensor scale, exactly those of [`nvfp4_quantize_into`] (the quantization proper; a third
+/// less memory traffic).
+///
+/// # Errors
+///
+/// As [`nvfp4_quantize_into`].
+///
+/// ```
+/// use lowprec::block::nvfp4::{nvfp4_encode_into, Nvfp4Options};
+/// let x: Vec<f32> = (0..16).map(|i| i as f32).collect();
+/// let (mut c, mut s) = (vec![0u8; 16], vec![0u8; 1]);
+/// let (g, _) = nvfp4_encode_into(&x, 16, &Nvfp4Options::default(), &mut c, &mut s).unwrap();
+/// assert_eq!((g, c[15], s[0]), (15.0 / 2688.0, 0b0111, 0x7e)); // 6 · 448 · g = 15
+/// ```
+pub fn nvfp4_encode_into<I: Float>(
+    x: &[I],
+    row_len: usize,
+    opts: &Nvfp4Options,
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<(f32, BlockStatus)> {
+    let rows = check(x.len(), row_len, opts)?;
+    let nb = blocks_per_row(row_len);
+    if codes.len() != x.len() || scales.len() != rows * nb {
+        return Err(Error::InvalidArgument(format!(
+            "NVFP4 codes: codes need {} elements, scales {} (got {}, {})",
+            x.len(),
+            rows * nb,
+            codes.len(),
+            scales.len()
+        )));
+    }
+    let none: &mut [I] = &mut [];
+    convert_into(x, row_len, rows * nb, opts, none, codes, scales)
+}
+
+/// The conversion behind both entry points (`values` empty: codes only).
+fn convert_into<I: Float, O: Float>(
+    x: &[I],
+    row_len: usize,
+    blocks: usize,
+    opts: &Nvfp4Options,
+    values: &mut [O],
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<(f32, BlockStatus)> {
     let amax = super::max_abs(x);
     if !amax.is_finite() {
         let i = x.iter().position(|v| !v.to_f64().is_finite()).unwrap_or(0);
@@ -141,7 +192,7 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
     }
     let mut st = BlockStatus {
         elements: x.len() as u64,
-        blocks: (rows * nb) as u64,
+        blocks: blocks as u64,
         ..BlockStatus::default()
     };
     if amax == 0.0 {
@@ -176,6 +227,9 @@ const CHUNK: usize = 4096;
 struct Ctx {
     conv: Convention,
     g: f64,
+    /// E2M1's one-pass element step in binary64 (seed) and binary32 (torchao).
+    fused64: Elem<f64>,
+    fused32: Elem<f32>,
     e4m3: Rounder<f64>,
     e2m1: Rounder<f64>,
     e2m1_32: Rounder<f32>,
@@ -199,12 +253,118 @@ impl Ctx {
         Ctx {
             conv,
             g,
+            fused64: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
+            fused32: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
             e4m3: Rounder::new(&FloatFormat::FP8_E4M3, &sat),
             e2m1: Rounder::new(&FloatFormat::FP4_E2M1, &sat),
             e2m1_32: Rounder::new(&FloatFormat::FP4_E2M1, &sat),
             e4m3_vals,
             e2m1_vals,
         }
+    }
+
+    /// Whole blocks of 16: every block scale first (one E4M3 rounding call for the item),
+    /// then one vector pass of divide (seed) or multiply (torchao), round, code and value
+    /// ([`fused::blocks`]); blocks whose scale is zero (seed) are rewritten afterwards.
+    #[inline(always)]
+    fn rows_fused<I: Float, O: Float>(
+        &self,
+        x: &[I],
+        v: &mut [O],
+        c: &mut [u8],
+        s: &mut [u8],
+    ) -> BlockStatus {
+        const STACK: usize = CHUNK / BLOCK;
+        let nblk = s.len();
+        let (mut arg_s, mut fac_s, mut sc_s) = ([0f64; STACK], [0f64; STACK], [0f64; STACK]);
+        let mut fac32_s = [0f32; STACK];
+        let (mut arg_h, mut fac_h, mut sc_h, mut fac32_h) = (vec![], vec![], vec![], vec![]);
+        let (arg, fac, sc, fac32): (&mut [f64], &mut [f64], &mut [f64], &mut [f32]) =
+            if nblk <= STACK {
+                (
+                    &mut arg_s[..nblk],
+                    &mut fac_s[..nblk],
+                    &mut sc_s[..nblk],
+                    &mut fac32_s[..nblk],
+                )
+            } else {
+                arg_h.resize(nblk, 0.0);
+                fac_h.resize(nblk, 0.0);
+                sc_h.resize(nblk, 0.0);
+                fac32_h.resize(nblk, 0.0);
+                (&mut arg_h, &mut fac_h, &mut sc_h, &mut fac32_h)
+            };
+        for (a, blk) in arg.iter_mut().zip(x.chunks_exact(BLOCK)) {
+            // (the barrier keeps the compiler from vectorising this loop across blocks with
+            // gathers, slower than the per-block vector maximum)
+            let bmax = I::from_bits(std::hint::black_box(fused::max_abs_bits(blk))).to_f64();
+            *a = match self.conv {
+                Convention::Seed => (bmax / 6.0) / self.g,
+                Convention::Torchao => {
+                    (((bmax as f32) / 6.0f32) / self.g as f32).clamp(2f32.powi(-6), 448.0) as f64
+                }
+            };
+        }
+        self.e4m3.encode(arg, s, 0);
+        let g32 = self.g as f32;
+        for k in 0..nblk {
+            let scale = self.e4m3_vals[s[k] as usize] * self.g;
+            // ±0 · sc keeps the sign of zero; a non-positive scale is rewritten below
+            sc[k] = if scale > 0.0 { scale } else { 0.0 };
+            fac[k] = if scale > 0.0 { scale } else { 1.0 };
+            fac32[k] = (1.0f32 / g32) / self.e4m3_vals[s[k] as usize] as f32;
+        }
+        let mut st = BlockStatus::default();
+        match self.conv {
+            Convention::Seed => {
+                (st.saturated, st.flushed) = fused::blocks::<f64, I, f64, O, _, true>(
+                    &self.fused64,
+                    x,
+                    BLOCK,
+                    fac,
+                    sc,
+                    v,
+                    c,
+                );
+                for k in (0..nblk).filter(|&k| sc[k] == 0.0) {
+                    let r = k * BLOCK..(k + 1) * BLOCK;
+                    // take back what the pass counted, then codes 0 and +0 values
+                    let vk = if v.is_empty() {
+                        &mut []
+                    } else {
+                        &mut v[r.clone()]
+                    };
+                    let (sat, fl) = fused::blocks::<f64, I, f64, O, _, true>(
+                        &self.fused64,
+                        &x[r.clone()],
+                        BLOCK,
+                        &fac[k..k + 1],
+                        &sc[k..k + 1],
+                        vk,
+                        &mut c[r.clone()],
+                    );
+                    st.saturated -= sat;
+                    st.flushed -= fl;
+                    st.flushed += x[r.clone()].iter().filter(|e| e.to_f64() != 0.0).count() as u64;
+                    c[r.clone()].iter_mut().for_each(|c| *c = 0);
+                    if !v.is_empty() {
+                        v[r].iter_mut().for_each(|v| *v = O::from_f64(0.0));
+                    }
+                }
+            }
+            Convention::Torchao => {
+                (st.saturated, st.flushed) = fused::blocks::<f32, I, f64, O, _, false>(
+                    &self.fused32,
+                    x,
+                    BLOCK,
+                    fac32,
+                    sc,
+                    v,
+                    c,
+                );
+            }
+        }
+        st
     }
 
     /// Whole rows of `seg` elements; blocks of 16 along each row, the last one partial. Every
@@ -251,11 +411,16 @@ impl Ctx {
                 let mut y = vec![0f64; n];
                 for row in x.chunks(seg) {
                     for blk in row.chunks(BLOCK) {
-                        let div = if scale[k] > 0.0 { scale[k] } else { 1.0 };
+                        // a block whose scale is zero is all zeros (codes 0, +0 values)
+                        let (div, keep) = if scale[k] > 0.0 {
+                            (scale[k], 1.0)
+                        } else {
+                            (1.0, 0.0)
+                        };
                         y[at..at + blk.len()]
                             .iter_mut()
                             .zip(blk)
-                            .for_each(|(y, e)| *y = e.to_f64() / div);
+                            .for_each(|(y, e)| *y = e.to_f64() / div * keep);
                         at += blk.len();
                         k += 1;
                     }
@@ -309,7 +474,16 @@ impl Ctx {
 impl<I: Float, O: Float> super::RowKernel<I, O> for Ctx {
     #[inline(always)]
     fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
-        self.rows_of(x, seg, v, c, s)
+        if v.is_empty() && !x.is_empty() && !seg.is_multiple_of(BLOCK) {
+            // codes only on the general path: values into a scratch buffer
+            let mut scratch = vec![O::default(); x.len()];
+            return self.rows_of(x, seg, &mut scratch, c, s);
+        }
+        if seg.is_multiple_of(BLOCK) {
+            self.rows_fused(x, v, c, s)
+        } else {
+            self.rows_of(x, seg, v, c, s)
+        }
     }
 }
 
@@ -377,4 +551,82 @@ pub fn nvfp4_dequantize_into<O: Float>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows with blocks of every size class: a huge outlier block, blocks whose E4M3 scale
+    /// rounds to zero (with elements above 6 in magnitude), ±0, exact E2M1 ties.
+    fn data(n: usize, seed: u64) -> Vec<f64> {
+        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut x = Vec::with_capacity(n);
+        for blk in 0..n / BLOCK {
+            let kind = next() % 8;
+            for _ in 0..BLOCK {
+                let r = next();
+                let u = (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+                x.push(match kind {
+                    0 => u * 10.0,                              // scale rounds to 0
+                    1 if blk % 5 == 0 => u * 3.0e7,             // the outlier blocks
+                    2 => ((r % 32) as f64 - 16.0) * 0.25 * 1e3, // ties
+                    3 if r % 3 == 0 => -0.0,
+                    _ => u * 10f64.powi((r % 9) as i32 - 2),
+                });
+            }
+        }
+        x[7] = 3.0e7;
+        x
+    }
+
+    fn same<I: Float>(conv: Convention, x: &[I]) {
+        let amax = super::super::max_abs(x);
+        let g: f32 = match conv {
+            Convention::Seed => (amax / 2688.0) as f32,
+            Convention::Torchao => (amax as f32) / 2688.0f32,
+        };
+        let ctx = Ctx::new(conv, g as f64);
+        let n = x.len();
+        let (mut v1, mut c1, mut s1) = (vec![I::default(); n], vec![0u8; n], vec![0u8; n / 16]);
+        let (mut v2, mut c2, mut s2) = (vec![I::default(); n], vec![0u8; n], vec![0u8; n / 16]);
+        let st1 = ctx.rows_fused(x, &mut v1, &mut c1, &mut s1);
+        let st2 = ctx.rows_of(x, n, &mut v2, &mut c2, &mut s2);
+        let what = format!("{conv:?} {}", I::NAME);
+        assert_eq!(s1, s2, "scales, {what}");
+        assert_eq!(c1, c2, "codes, {what}");
+        for i in 0..n {
+            assert_eq!(
+                v1[i].to_f64().to_bits(),
+                v2[i].to_f64().to_bits(),
+                "value {i} ({:e}), {what}",
+                x[i].to_f64()
+            );
+        }
+        assert_eq!(st1, st2, "status, {what}");
+        assert!(
+            s1.contains(&0) || conv == Convention::Torchao,
+            "a zero scale, {what}"
+        );
+    }
+
+    /// The one-pass path equals the general path bit for bit (values, codes, scales and
+    /// counts), both conventions, binary32 and binary64 inputs.
+    #[test]
+    fn fused_path_equals_the_general_path() {
+        for seed in 1..4 {
+            let x = data(4096, seed);
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            for conv in [Convention::Seed, Convention::Torchao] {
+                same::<f64>(conv, &x);
+                same::<f32>(conv, &x32);
+            }
+        }
+    }
 }
