@@ -13,6 +13,7 @@ use lowprec::block::{mx, nvfp4, tensor};
 use lowprec::quant::{self, Clip, Granularity, IntOptions, Mapping};
 use lowprec::range::{self, Complex32, Complex64};
 use lowprec::reduce::{self, Arith, SoftmaxStats};
+use lowprec::report as core_report;
 use lowprec::scheme::{Scales, Scheme};
 use lowprec::{
     decode_into, encode_into, round_into, Code, Float, FloatFormat, Overflow, RoundOptions,
@@ -25,7 +26,8 @@ use numpy::{
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
+use std::path::PathBuf;
 
 /// The one place where core errors become Python exceptions: every `lowprec::Error` (bad
 /// values, names or shapes) is a `ValueError` carrying the core's message.
@@ -627,20 +629,57 @@ fn quantize_int<'py>(
     }
 }
 
+/// The element and scale formats of a scheme's codes (spec strings; `None` for integers and
+/// for schemes without scale codes).
+fn code_formats(s: &Scheme) -> (Option<String>, Option<String>) {
+    match s {
+        Scheme::Cast(f) | Scheme::Tensor(f) => (Some(f.spec()), None),
+        Scheme::Mx(o) => (
+            match o.element {
+                mx::MxElement::Float(f) => Some(f.spec()),
+                mx::MxElement::Int8 => None,
+            },
+            Some(FloatFormat::E8M0.spec()),
+        ),
+        Scheme::Nvfp4(_) => (
+            Some(FloatFormat::FP4_E2M1.spec()),
+            Some(FloatFormat::FP8_E4M3.spec()),
+        ),
+        Scheme::Int(_) => (None, None),
+    }
+}
+
 /// A named scheme (`mxfp4`, `nvfp4`, `int4:group=128`, `fp8-e4m3`, …) along the last axis:
-/// `{values, codes, code_bits, scales, scale_codes, zeros, tensor_scale, saturated, flushed, nan}`.
+/// `{values, codes, code_bits, element_format, scales, scale_codes, scale_format, zeros,
+/// tensor_scale, saturated, flushed, nan}`; with `packed`, also `packed` (the codes packed
+/// row by row as `lowprec quantize --packed` writes them, uint8, 1-D) and `packed_row_bytes`.
 #[pyfunction]
-fn quantize<'py>(py: Python<'py>, x: Floats<'py>, scheme: &str) -> PyResult<Bound<'py, PyDict>> {
+#[pyo3(signature = (x, scheme, packed=false))]
+fn quantize<'py>(
+    py: Python<'py>,
+    x: Floats<'py>,
+    scheme: &str,
+    packed: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let s = Scheme::parse(scheme).map_err(err)?;
     fn go<'py, I: Float + Element>(
         py: Python<'py>,
         a: &PyReadonlyArrayDyn<'py, I>,
         s: &Scheme,
+        packed: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let x = slice(a)?;
         let shape = a.shape();
-        let q = py
-            .allow_threads(|| s.apply(x, row_len(shape)))
+        let (q, bytes) = py
+            .allow_threads(|| {
+                let q = s.apply(x, row_len(shape))?;
+                let bytes = if packed {
+                    Some(q.packed(row_len(shape))?)
+                } else {
+                    None
+                };
+                Ok((q, bytes))
+            })
             .map_err(err)?;
         let d = PyDict::new(py);
         d.set_item("values", shaped(py, q.values, shape)?)?;
@@ -650,6 +689,13 @@ fn quantize<'py>(py: Python<'py>, x: Floats<'py>, scheme: &str) -> PyResult<Boun
             d.set_item("codes", py.None())?;
         }
         d.set_item("code_bits", q.code_bits)?;
+        let (element, scale) = code_formats(s);
+        d.set_item("element_format", element)?;
+        d.set_item("scale_format", scale)?;
+        if let Some((b, per)) = bytes {
+            d.set_item("packed", PyArray1::from_vec(py, b))?;
+            d.set_item("packed_row_bytes", per)?;
+        }
         let per_row = q.scales_per_row;
         match q.scales {
             Scales::None => {
@@ -681,9 +727,120 @@ fn quantize<'py>(py: Python<'py>, x: Floats<'py>, scheme: &str) -> PyResult<Boun
         Ok(d)
     }
     match x {
-        Floats::F64(a) => go(py, &a, &s),
-        Floats::F32(a) => go(py, &a, &s),
+        Floats::F64(a) => go(py, &a, &s, packed),
+        Floats::F32(a) => go(py, &a, &s, packed),
     }
+}
+
+/// Pack codes (each below `2**bits`, `bits` 1..=8) into bytes: the layouts of
+/// `lowprec::block::pack` (4-bit: two per byte, element 2i low; 6-bit: four per three bytes;
+/// 2-bit: four per byte), the last byte or group zero-padded.
+#[pyfunction]
+fn pack<'py>(
+    py: Python<'py>,
+    codes: PyReadonlyArrayDyn<'py, u8>,
+    bits: u32,
+) -> PyResult<Bound<'py, PyArray1<u8>>> {
+    let c = slice(&codes)?;
+    let out = py
+        .allow_threads(|| lowprec::block::pack::pack(c, bits))
+        .map_err(err)?;
+    Ok(PyArray1::from_vec(py, out))
+}
+
+/// Unpack `n` codes of `bits` bits (uint8).
+#[pyfunction]
+fn unpack<'py>(
+    py: Python<'py>,
+    packed: PyReadonlyArrayDyn<'py, u8>,
+    bits: u32,
+    n: usize,
+) -> PyResult<Bound<'py, PyArray1<u8>>> {
+    let b = slice(&packed)?;
+    let out = py
+        .allow_threads(|| lowprec::block::pack::unpack(b, bits, n))
+        .map_err(err)?;
+    Ok(PyArray1::from_vec(py, out))
+}
+
+// ---------------------------------------------------------------------------------------
+// the report
+// ---------------------------------------------------------------------------------------
+
+fn report_dict<'py>(py: Python<'py>, r: &core_report::Row) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("tensor", &r.tensor)?;
+    d.set_item("shape", PyTuple::new(py, &r.shape)?)?;
+    d.set_item("scheme", &r.scheme)?;
+    d.set_item("elements", r.elements)?;
+    d.set_item("bits_per_element", r.bits_per_element)?;
+    d.set_item("rel_error", r.rel_error)?;
+    d.set_item("sqnr_db", r.sqnr_db)?;
+    d.set_item("max_abs_error", r.max_abs_error)?;
+    d.set_item("saturated_share", r.saturated_share)?;
+    d.set_item("flushed_share", r.flushed_share)?;
+    d.set_item("nan", r.nan)?;
+    d.set_item("error", r.error.as_deref())?;
+    Ok(d)
+}
+
+/// [`lowprec::report`]: one dict per tensor × scheme (tensor-major), then with `totals` one
+/// `"(all)"` row per scheme. The tensors are `arrays` (name, float32/float64 array; blocks
+/// run along the last axis), else every floating tensor of the files in `paths`, else the
+/// built-in set; `schemes` `None` or empty: the default ten.
+#[pyfunction]
+#[pyo3(signature = (arrays=None, paths=None, schemes=None, totals=false))]
+fn report<'py>(
+    py: Python<'py>,
+    arrays: Option<Vec<(String, Floats<'py>)>>,
+    paths: Option<Vec<PathBuf>>,
+    schemes: Option<Vec<String>>,
+    totals: bool,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let schemes = core_report::schemes(&schemes.unwrap_or_default()).map_err(err)?;
+    let tensors = match (arrays, paths) {
+        (Some(arrays), _) => arrays
+            .iter()
+            .map(|(name, a)| {
+                let (shape, values) = match a {
+                    Floats::F64(a) => (a.shape(), core_report::Values::F64(slice(a)?.to_vec())),
+                    Floats::F32(a) => (a.shape(), core_report::Values::F32(slice(a)?.to_vec())),
+                };
+                core_report::Tensor::new(name.clone(), shape.to_vec(), values).map_err(err)
+            })
+            .collect::<PyResult<Vec<_>>>()?,
+        (None, Some(paths)) => {
+            let mut ts = Vec::new();
+            for p in &paths {
+                ts.extend(py.allow_threads(|| core_report::load(p)).map_err(err)?);
+            }
+            if ts.is_empty() {
+                return Err(PyValueError::new_err(format!(
+                    "no floating tensors in {paths:?}"
+                )));
+            }
+            ts
+        }
+        (None, None) => py.allow_threads(core_report::builtin),
+    };
+    if tensors.is_empty() {
+        return Err(PyValueError::new_err(
+            "no tensors to report on: give a dict of name → array, a file, or None for the built-in set",
+        ));
+    }
+    let (rows, all) = py.allow_threads(|| {
+        let rows = core_report::rows(&tensors, &schemes, |_, _| {});
+        let all = if totals {
+            core_report::totals(&rows, &schemes)
+        } else {
+            Vec::new()
+        };
+        (rows, all)
+    });
+    rows.iter()
+        .chain(&all)
+        .map(|r| report_dict(py, r))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1172,6 +1329,9 @@ fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
         tensor_scaled,
         quantize_int,
         quantize,
+        pack,
+        unpack,
+        report,
         accumulate,
         gemm,
         softmax_naive,

@@ -38,6 +38,7 @@
 //! | [`accum`] | accumulation in a low-precision format (sequential, pairwise, Kahan, promotion); dot products and GEMM |
 //! | [`reduce`] | stable softmax (online, mergeable) and variance (Welford, Chan's merge) |
 //! | [`metrics`] | relative error, SQNR, max abs error |
+//! | [`report`] | the quantization report: every tensor × scheme, bits per element and error; built-in tensors |
 //! | [`range`] | range-safe binary32: precision record, block exponents, coefficients, pairwise / prefix / scaled-square sums, a soliton solver that proves them |
 //! | [`simd`] | runtime instruction-set dispatch (the only `unsafe`) |
 
@@ -54,6 +55,7 @@ pub mod quant;
 pub mod range;
 pub mod reduce;
 pub mod reference;
+pub mod report;
 pub mod round;
 pub mod scheme;
 #[allow(unsafe_code)]

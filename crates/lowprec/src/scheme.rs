@@ -503,3 +503,69 @@ impl FromStr for Scheme {
         Scheme::parse(s)
     }
 }
+
+/// Codes packed row by row, as `lowprec quantize --packed` writes them: each row of
+/// `row_len` codes (the last axis) packed on its own with [`crate::block::pack::pack`]
+/// (2/4/6/8-bit and other widths up to 8: the layouts there, a partial byte or 6-bit group
+/// at the end of a row zero-padded), codes of 9 to 16 bits as little-endian 16-bit words.
+/// Returns the bytes and the bytes per row.
+///
+/// ```
+/// use lowprec::scheme::pack_rows;
+/// // two rows of three 4-bit codes: each row packs into two bytes, element 2i low
+/// assert_eq!(pack_rows(&[1, 2, 3, 4, 5, 6], 4, 3).unwrap(), (vec![0x21, 0x03, 0x54, 0x06], 2));
+/// assert_eq!(pack_rows(&[0x1234], 16, 1).unwrap(), (vec![0x34, 0x12], 2));
+/// ```
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for widths outside 1..=16 or a code that does not fit `bits`.
+pub fn pack_rows(codes: &[u16], bits: u32, row_len: usize) -> Result<(Vec<u8>, usize)> {
+    use crate::block::pack::{pack, packed_len};
+    let row_len = row_len.max(1);
+    match bits {
+        1..=8 => {
+            let per = packed_len(row_len, bits);
+            let mut out = Vec::with_capacity(per * codes.len().div_ceil(row_len));
+            for row in codes.chunks(row_len) {
+                let b = row
+                    .iter()
+                    .map(|&c| {
+                        u8::try_from(c).map_err(|_| {
+                            Error::InvalidArgument(format!(
+                                "code {c:#x} does not fit in {bits} bits"
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<u8>>>()?;
+                out.extend(pack(&b, bits)?);
+            }
+            Ok((out, per))
+        }
+        9..=16 => {
+            if let Some(&c) = codes.iter().find(|&&c| bits < 16 && c >> bits != 0) {
+                return Err(Error::InvalidArgument(format!(
+                    "code {c:#x} does not fit in {bits} bits"
+                )));
+            }
+            Ok((
+                codes.iter().flat_map(|c| c.to_le_bytes()).collect(),
+                2 * row_len,
+            ))
+        }
+        b => Err(Error::InvalidArgument(format!(
+            "packing is defined for codes of 1 to 16 bits, not {b}-bit"
+        ))),
+    }
+}
+
+impl<O> Quantized<O> {
+    /// The element codes packed row by row ([`pack_rows`]) and the bytes per row.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the codes are wider than 16 bits (not kept).
+    pub fn packed(&self, row_len: usize) -> Result<(Vec<u8>, usize)> {
+        pack_rows(&self.codes, self.code_bits, row_len)
+    }
+}

@@ -97,18 +97,6 @@ pub fn status_line(st: &lowprec::Status, n: usize) -> String {
     parts.join(", ")
 }
 
-/// A deterministic stream of uniform numbers in (0, 1) (SplitMix64, 53 bits).
-fn uniform01(seed: u64) -> impl FnMut() -> f64 {
-    let mut s = seed;
-    move || {
-        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = s;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (((z ^ (z >> 31)) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-}
-
 /// `n` deterministic normal(0, 1) samples (SplitMix64 and Box–Muller): what weights and
 /// activations look like.
 pub fn normal_samples(n: usize, seed: u64) -> Vec<f32> {
@@ -145,15 +133,11 @@ impl Dist {
 
 /// `n` deterministic samples of `dist` (SplitMix64; Box–Muller for the normal ones).
 pub fn samples(dist: Dist, n: usize, seed: u64) -> Vec<f64> {
-    let mut u = uniform01(seed);
-    let mut normal = move || (-2.0 * u().ln()).sqrt() * (2.0 * std::f64::consts::PI * u()).cos();
+    use lowprec::report::{normal_samples, uniform_samples};
     match dist {
         Dist::Ones => vec![1.0; n],
-        Dist::Normal => (0..n).map(|_| normal()).collect(),
-        Dist::Uniform => {
-            let mut u = uniform01(seed);
-            (0..n).map(|_| u()).collect()
-        }
-        Dist::Lognormal => (0..n).map(|_| normal().exp()).collect(),
+        Dist::Normal => normal_samples(n, seed),
+        Dist::Uniform => uniform_samples(n, seed),
+        Dist::Lognormal => normal_samples(n, seed).into_iter().map(f64::exp).collect(),
     }
 }

@@ -3,7 +3,6 @@
 
 use super::{check_output, read_npy};
 use anyhow::{bail, Context, Result};
-use lowprec::block::pack::{pack, packed_len};
 use lowprec::io::npy::{self, Array, Data};
 use lowprec::io::safetensors::{self as st, Dtype, TensorOut};
 use lowprec::metrics::ErrorStats;
@@ -44,16 +43,8 @@ pub struct Args {
     pub packed: Option<PathBuf>,
 }
 
-/// A floating input tensor, as binary32 or binary64.
-pub enum Values {
-    /// float16, bfloat16 and float32 inputs (widened exactly).
-    F32(Vec<f32>),
-    /// float64 inputs.
-    F64(Vec<f64>),
-}
-
 /// float16 / bfloat16 bits to binary32, exactly.
-pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
+fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
     if bf16 {
         bits.iter()
             .map(|&b| f32::from_bits((b as u32) << 16))
@@ -103,24 +94,10 @@ fn scale_shape(shape: &[usize], per_row: usize, scales: &Scales) -> Vec<usize> {
     }
 }
 
-/// Packed rows (2/4/6/8-bit codes) or little-endian 16-bit codes, with the packed row length.
+/// Packed rows (2/4/6/8-bit codes) or little-endian 16-bit codes, with the packed row length
+/// ([`lowprec::scheme::pack_rows`]).
 pub fn packed_rows(codes: &[u16], bits: u32, row_len: usize) -> Result<(Vec<u8>, usize)> {
-    match bits {
-        1..=8 => {
-            let per = packed_len(row_len, bits);
-            let mut out = Vec::with_capacity(per * codes.len() / row_len.max(1));
-            for row in codes.chunks(row_len.max(1)) {
-                let b: Vec<u8> = row.iter().map(|&c| c as u8).collect();
-                out.extend(pack(&b, bits)?);
-            }
-            Ok((out, per))
-        }
-        9..=16 => Ok((
-            codes.iter().flat_map(|c| c.to_le_bytes()).collect(),
-            2 * row_len,
-        )),
-        b => bail!("packing is defined for codes of 1 to 16 bits, not {b}-bit"),
-    }
+    Ok(lowprec::scheme::pack_rows(codes, bits, row_len)?)
 }
 
 fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {

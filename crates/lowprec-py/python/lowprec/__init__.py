@@ -9,8 +9,11 @@ Two APIs over one Rust core (``lowprec._lowprec``):
   variance; ``rel_error``, ``sqnr_db``; and the range rules of ``solprop_precision``
   (``Precision`` … ``scaled_square_sum``);
 * **lowprec's own**: :func:`round`, :func:`encode`, :func:`decode`, :func:`quantize`,
+  :func:`pack` / :func:`unpack`, :func:`report` / :func:`report_frame`,
   :func:`accumulate_native` / :func:`gemm`, every format by name (``"fp8-e4m3"``,
-  ``"e4m3b7:fn"``, …), every mode (``rne rna rtz rup rdn rto sr``), ``ovf``/``sat``.
+  ``"e4m3b7:fn"``, …), every mode (``rne rna rtz rup rdn rto sr``), ``ovf``/``sat``;
+  ``as_ml_dtypes=True`` returns arrays of ml_dtypes' dtypes (``float8_e4m3fn`` …, see
+  :func:`ml_dtype`), and ml_dtypes arrays are accepted as inputs.
 
 Where lowprec differs from the seed on purpose (IEEE 754 / OCP are right and the seed is
 not), lowprec keeps its answer:
@@ -33,6 +36,7 @@ import math
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+import os
 
 import numpy as np
 
@@ -61,8 +65,8 @@ __all__ = [
     "block_exponent", "Narrowed", "narrow", "state_scale", "launch_peak", "Coefficient",
     "combine", "pairwise_sum", "prefix_sum", "scaled_square_sum",
     # native API
-    "round", "encode", "decode", "quantize", "accumulate_native", "gemm", "format_info",
-    "preset_names", "max_abs_error",
+    "round", "encode", "decode", "quantize", "pack", "unpack", "report", "report_frame",
+    "ml_dtype", "accumulate_native", "gemm", "format_info", "preset_names", "max_abs_error",
 ]
 
 ROUNDING_MODES = ("nearest_even", "toward_zero", "nearest_away", "stochastic")
@@ -117,35 +121,234 @@ def _seed_of(rng, seed):
 # ---------------------------------------------------------------------------------------
 # the native API
 # ---------------------------------------------------------------------------------------
-def round(x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0):  # noqa: A001
+# (signed, exp_bits, man_bits, bias, special, zero) -> the numpy / ml_dtypes dtype of that
+# bit layout (codes right-aligned in one or two bytes, as ml_dtypes stores them)
+_NUMPY_DTYPES = {
+    (True, 5, 10, 15, "ieee", True): "float16",
+    (True, 8, 23, 127, "ieee", True): "float32",
+    (True, 11, 52, 1023, "ieee", True): "float64",
+}
+_ML_DTYPES = {
+    (True, 8, 7, 127, "ieee", True): "bfloat16",
+    (True, 4, 3, 7, "fn", True): "float8_e4m3fn",
+    (True, 5, 2, 15, "ieee", True): "float8_e5m2",
+    (True, 4, 3, 8, "fnuz", True): "float8_e4m3fnuz",
+    (True, 5, 2, 16, "fnuz", True): "float8_e5m2fnuz",
+    (True, 4, 3, 11, "fnuz", True): "float8_e4m3b11fnuz",
+    (True, 4, 3, 7, "ieee", True): "float8_e4m3",
+    (True, 3, 4, 3, "ieee", True): "float8_e3m4",
+    (True, 3, 2, 3, "none", True): "float6_e3m2fn",
+    (True, 2, 3, 1, "none", True): "float6_e2m3fn",
+    (True, 2, 1, 1, "none", True): "float4_e2m1fn",
+    (False, 8, 0, 127, "fn", False): "float8_e8m0fnu",
+}
+
+
+def _layout(fmt):
+    i = format_info(_spec(fmt))
+    return (i["signed"], i["exp_bits"], i["man_bits"], i["bias"], i["special"], i["zero"]), i
+
+
+def ml_dtype(format):
+    """The numpy dtype whose bit layout is `format`'s: ml_dtypes' (``fp8-e4m3`` →
+    ``float8_e4m3fn``, ``fp8-e5m2`` → ``float8_e5m2``, the fnuz types, ``fp6-e3m2`` →
+    ``float6_e3m2fn``, ``fp6-e2m3`` → ``float6_e2m3fn``, ``fp4-e2m1`` → ``float4_e2m1fn``,
+    ``e8m0`` → ``float8_e8m0fnu``, ``bf16`` → ``bfloat16``, custom ``e4m3b11:fnuz``,
+    ``e4m3:ieee``, ``e3m4:ieee``) or numpy's own (``fp16``, ``fp32``, ``fp64``). A
+    ValueError when there is none or ml_dtypes is not installed."""
+    key, info = _layout(format)
+    if key in _NUMPY_DTYPES:
+        return np.dtype(_NUMPY_DTYPES[key])
+    name = _ML_DTYPES.get(key)
+    if name is None:
+        raise ValueError(f"ml_dtypes has no dtype with the bit layout of {info['name']} "
+                         f"({info['spec']}); use the codes (uint) or the float values instead")
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise ValueError(f"{info['name']} as a numpy dtype needs ml_dtypes ({name}): "
+                         "pip install ml-dtypes") from None
+    if not hasattr(ml_dtypes, name):
+        raise ValueError(f"ml_dtypes {getattr(ml_dtypes, '__version__', '?')} has no {name} "
+                         f"(the dtype of {info['name']}): pip install -U ml-dtypes")
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+def _uint(itemsize):
+    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[itemsize]
+
+
+def _view(codes, fmt):
+    """Codes (right-aligned unsigned ints) viewed as the dtype of `fmt`: the same bits."""
+    dt = ml_dtype(fmt)
+    c = np.asarray(codes)
+    return _c(c.astype(_uint(dt.itemsize), copy=False)).view(dt)
+
+
+def _is_float_dtype(dt):
+    """numpy's and ml_dtypes' floating dtypes (bfloat16, float8_*, float6_*, float4_*)."""
+    return dt.kind == "f" or (dt.kind == "V" and dt.name.startswith(("float", "bfloat")))
+
+
+def round(x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0,  # noqa: A001
+          as_ml_dtypes=False):
     """Round `x` into `format` (one rounding of the exact input). float32 in, float32 out
-    where the format's values fit binary32; otherwise float64."""
+    where the format's values fit binary32; otherwise float64. With ``as_ml_dtypes``, the
+    rounded values as an array of the format's own dtype (:func:`ml_dtype`: the codes viewed
+    as ``float8_e4m3fn`` …; a value with no code, such as NaN in fp4, is a ValueError).
+    ml_dtypes / float16 / bfloat16 inputs are widened exactly."""
+    if as_ml_dtypes:
+        return encode(x, format, rounding, overflow, seed, index_offset, as_ml_dtypes=True)
     a = _floats(x)
     return _out(_lowprec.round(a, _spec(format), rounding, overflow, seed, index_offset), x)
 
 
-def encode(x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0):
-    """Round `x` into `format` and return the codes (uint8/16/32/64 by the format's width)."""
+def encode(x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0,
+           as_ml_dtypes=False):
+    """Round `x` into `format` and return the codes (uint8/16/32/64 by the format's width),
+    or with ``as_ml_dtypes`` the codes viewed as the format's dtype (:func:`ml_dtype`)."""
+    if as_ml_dtypes:
+        ml_dtype(format)  # no dtype: fail before the work
     a = _floats(x)
-    return _out(_lowprec.encode(a, _spec(format), rounding, overflow, seed, index_offset), x)
+    c = _lowprec.encode(a, _spec(format), rounding, overflow, seed, index_offset)
+    return _out(_view(c, format) if as_ml_dtypes else c, x)
 
 
-def decode(codes, format):
-    """The float64 values of `codes` (a code above the format's largest is a ValueError)."""
+def decode(codes, format, as_ml_dtypes=False):
+    """The float64 values of `codes` (a code above the format's largest is a ValueError).
+    `codes` may also be an array of the format's own dtype (``float8_e4m3fn`` … for
+    fp8-e4m3): its bits are the codes. With ``as_ml_dtypes``, the codes viewed as the
+    format's dtype instead of float64 values."""
     c = _c(np.asarray(codes))
     if c.dtype.kind not in "iu":
-        raise TypeError(f"codes must be integers, got an array of {c.dtype}")
+        own = None
+        if _is_float_dtype(c.dtype) and c.dtype.itemsize <= 2:  # ml_dtypes, float16
+            _layout(format)  # an unknown format is a ValueError
+            try:
+                own = ml_dtype(format)
+            except ValueError:  # no dtype of this layout, or no ml_dtypes
+                pass
+        if own is None or c.dtype != own:
+            want = f" or an array of {own}" if own is not None else ""
+            raise TypeError(f"codes must be integers{want}, got an array of {c.dtype}")
+        c = c.view(_uint(c.dtype.itemsize))
     if c.dtype not in (np.uint8, np.uint16, np.uint32, np.uint64, np.int32, np.int64):
         c = c.astype(np.int64)
+    if as_ml_dtypes:
+        _, info = _layout(format)
+        if c.size and (c.min() < 0 or c.max() > info["max_code"]):
+            bad = c.min() if c.min() < 0 else c.max()
+            raise ValueError(f"code {int(bad):#x} does not fit in {info['name']}'s "
+                             f"{info['bits']} bits (largest code {info['max_code']:#x})")
+        return _out(_view(c, format), codes)
     return _out(_lowprec.decode(c, _spec(format)), codes)
 
 
-def quantize(x, scheme):
+def quantize(x, scheme, packed=False, as_ml_dtypes=False):
     """Quantize along the last axis by a named scheme (``mxfp4``, ``mx:fp8-e4m3:block=32``,
     ``nvfp4``, ``int4:group=128``, ``tensor:fp8-e4m3``, ``fp8-e5m2`` …): a dict with
-    ``values``, ``codes``, ``code_bits``, ``scales`` (float64, integer and tensor schemes),
-    ``scale_codes`` (E8M0 / E4M3 bytes), ``zeros``, ``tensor_scale`` and counts."""
-    return _lowprec.quantize(_floats(x), scheme)
+    ``values``, ``codes``, ``code_bits``, ``element_format``, ``scales`` (float64, integer and
+    tensor schemes), ``scale_codes`` (E8M0 / E4M3 bytes), ``scale_format``, ``zeros``,
+    ``tensor_scale`` and counts.
+
+    ``packed``: also ``packed``, the codes packed row by row (uint8, 1-D; the bytes
+    ``lowprec quantize --packed`` writes: 4-bit two per byte with element 2i in the low
+    nibble, 6-bit four per three bytes, 2-bit four per byte, 8-bit one per byte, 9 to 16 bits
+    little-endian words; a row's partial byte or group zero-padded) and ``packed_row_bytes``.
+
+    ``as_ml_dtypes``: ``codes`` and ``scale_codes`` as arrays of their formats' dtypes
+    (mxfp4: ``float4_e2m1fn`` codes and ``float8_e8m0fnu`` scales; nvfp4: ``float4_e2m1fn``
+    and ``float8_e4m3fn``); a ValueError for integer schemes."""
+    q = _lowprec.quantize(_floats(x), scheme, packed)
+    if as_ml_dtypes:
+        if q["element_format"] is None or q["codes"] is None:
+            raise ValueError(f"the codes of {scheme!r} are integers; no ml_dtypes float dtype "
+                             "holds them (use as_ml_dtypes=False)")
+        q["codes"] = _view(q["codes"], q["element_format"])
+        if q["scale_codes"] is not None:
+            q["scale_codes"] = _view(q["scale_codes"], q["scale_format"])
+    return q
+
+
+def _codes_u8(codes, what):
+    c = np.asarray(codes)
+    if c.dtype.kind == "V" and c.dtype.itemsize == 1:  # ml_dtypes 1-byte types: their bits
+        c = c.view(np.uint8)
+    if c.dtype.kind not in "iu":
+        raise TypeError(f"{what} must be integers (or a 1-byte ml_dtypes array), "
+                        f"got an array of {c.dtype}")
+    if c.dtype != np.uint8:
+        if c.size and (c.min() < 0 or c.max() > 255):
+            bad = c.min() if c.min() < 0 else c.max()
+            raise ValueError(f"{what}: {int(bad)} is not a byte (0..255)")
+        c = c.astype(np.uint8)
+    return _c(c.reshape(-1))
+
+
+def pack(codes, bits):
+    """Pack codes (each below ``2**bits``; bits 1..8) into a 1-D uint8 array, in C order:
+    4-bit two per byte with element 2i in the low nibble, 6-bit four per three bytes
+    (a little-endian 24-bit group), 2-bit four per byte, other widths a little-endian bit
+    stream; the last byte or group zero-padded."""
+    return _lowprec.pack(_codes_u8(codes, "codes"), int(bits))
+
+
+def unpack(packed, bits, n):
+    """The `n` codes of `bits` bits in `packed` (a uint8 array), as a 1-D uint8 array."""
+    return _lowprec.unpack(_codes_u8(packed, "packed"), int(bits), int(n))
+
+
+def _report_array(name, a):
+    """A report tensor as float32 / float64 (16-bit and smaller floats widened exactly to
+    float32, as ``lowprec report`` widens float16/bfloat16 files)."""
+    a = np.asarray(a)
+    if a.dtype in (np.float32, np.float64):
+        return _c(a)
+    if _is_float_dtype(a.dtype) and a.dtype.itemsize <= 2:
+        return _c(a.astype(np.float32))
+    raise TypeError(f"report takes floating arrays; tensor {name!r} is an array of {a.dtype}")
+
+
+def report(tensors=None, schemes=None, totals=False):
+    """What each scheme does to each tensor: a list of dicts, one per tensor × scheme
+    (tensor-major), with ``tensor``, ``shape``, ``scheme``, ``elements``,
+    ``bits_per_element``, ``rel_error``, ``sqnr_db``, ``max_abs_error``,
+    ``saturated_share``, ``flushed_share``, ``nan`` and ``error`` (None, or why the scheme
+    could not quantize the tensor) — the numbers of ``lowprec report --json``.
+
+    `tensors`: a dict name → array (floating; blocks and groups run along the last axis),
+    one array, a path to a ``.npy`` / ``.safetensors`` file (or a list of paths), or None for
+    the built-in tensors. `schemes`: a scheme name or a list of them (default: fp16, bf16,
+    fp8-e4m3, fp8-e5m2, mxfp8, mxfp6, mxfp4, nvfp4, int8, int4:group=128). `totals`: also one
+    row per scheme over every tensor (``tensor`` ``"(all)"``)."""
+    if isinstance(schemes, str):
+        schemes = [schemes]
+    elif schemes is not None:
+        schemes = [str(s) for s in schemes]
+    if tensors is None:
+        return _lowprec.report(None, None, schemes, totals)
+    if isinstance(tensors, (str, os.PathLike)):
+        tensors = [tensors]
+    if isinstance(tensors, np.ndarray):
+        tensors = {"array": tensors}
+    if hasattr(tensors, "items"):
+        arrays = [(str(k), _report_array(k, v)) for k, v in tensors.items()]
+        return _lowprec.report(arrays, None, schemes, totals)
+    if isinstance(tensors, (list, tuple)) and all(isinstance(p, (str, os.PathLike))
+                                                  for p in tensors):
+        return _lowprec.report(None, [os.fspath(p) for p in tensors], schemes, totals)
+    raise TypeError("tensors must be a dict of name → array, an array, a path to a .npy / "
+                    f".safetensors file (or a list of paths) or None, not {type(tensors).__name__}")
+
+
+def report_frame(tensors=None, schemes=None, totals=False):
+    """:func:`report` as a pandas DataFrame (one row per tensor × scheme)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        raise ValueError("report_frame needs pandas: pip install pandas "
+                         "(or use report(), a list of dicts)") from None
+    return pd.DataFrame(report(tensors, schemes, totals))
 
 
 def accumulate_native(x, acc="fp32", method="sequential", chunk=0, rounding="rne",

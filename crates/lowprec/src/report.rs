@@ -1,0 +1,499 @@
+//! The quantization report: what each scheme does to each tensor — bits per element (scale
+//! overhead included), relative error, SQNR, max abs error, the shares of elements saturated
+//! and flushed to zero — one [`Row`] per tensor and scheme, and the [`totals`] per scheme.
+//!
+//! Tensors come from `.npy` / `.safetensors` files ([`load`]), from memory ([`Tensor::new`]),
+//! or from the built-in set ([`builtin`]: deterministic stand-ins for LLM weights and
+//! activations). The `lowprec report` command and the Python `lowprec.report` both print or
+//! return exactly these rows.
+//!
+//! ```
+//! use lowprec::report::{self, Tensor, Values};
+//!
+//! let x: Vec<f32> = (0..256).map(|i| ((i as f32) * 0.37).sin()).collect();
+//! let t = Tensor::new("sine", vec![4, 64], Values::F32(x))?;
+//! let schemes = report::schemes(&["fp8-e4m3", "mxfp4"])?;
+//! let rows = report::rows(&[t], &schemes, |_, _| {});
+//! assert_eq!(rows.len(), 2);
+//! // 8-bit elements + one binary32 scale for the tensor
+//! assert_eq!((rows[0].scheme.as_str(), rows[0].bits_per_element), ("fp8-e4m3", 8.0 + 32.0 / 256.0));
+//! assert_eq!(rows[1].bits_per_element, 4.25); // 4-bit elements + one 8-bit scale per 32
+//! assert!(rows[0].sqnr_db > rows[1].sqnr_db);  // FP8 keeps more than MXFP4
+//! let all = report::totals(&rows, &schemes);
+//! assert_eq!((all[1].tensor.as_str(), all[1].elements), ("(all)", 256));
+//! # Ok::<(), lowprec::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::io::npy::{self, Data};
+use crate::io::safetensors as st;
+use crate::metrics::ErrorStats;
+use crate::scheme::Scheme;
+use crate::{Float, FloatFormat};
+use rayon::prelude::*;
+use std::path::Path;
+
+/// The schemes of a report when none is given.
+pub const DEFAULT_SCHEMES: [&str; 10] = [
+    "fp16",
+    "bf16",
+    "fp8-e4m3",
+    "fp8-e5m2",
+    "mxfp8",
+    "mxfp6",
+    "mxfp4",
+    "nvfp4",
+    "int8",
+    "int4:group=128",
+];
+
+/// The values of a tensor: binary32 (float16 and bfloat16 widen into it exactly) or
+/// binary64.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Values {
+    /// float16, bfloat16 and float32 values.
+    F32(Vec<f32>),
+    /// float64 values.
+    F64(Vec<f64>),
+}
+
+impl Values {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            Values::F32(v) => v.len(),
+            Values::F64(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One tensor of a report: a name, a shape (blocks and groups run along its last axis) and
+/// its values in C order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    /// Name (the file stem of a `.npy` file, the name in a `.safetensors` file).
+    pub name: String,
+    /// Shape (empty for a 0-d array).
+    pub shape: Vec<usize>,
+    /// Values.
+    pub values: Values,
+}
+
+impl Tensor {
+    /// A tensor whose shape holds exactly its values.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when the product of `shape` is not the number of values.
+    pub fn new(name: impl Into<String>, shape: Vec<usize>, values: Values) -> Result<Tensor> {
+        let name = name.into();
+        let n: usize = shape.iter().product();
+        if n != values.len() {
+            return Err(Error::InvalidArgument(format!(
+                "tensor {name}: the shape {shape:?} holds {n} elements, but there are {}",
+                values.len()
+            )));
+        }
+        Ok(Tensor {
+            name,
+            shape,
+            values,
+        })
+    }
+
+    /// The length of the last axis (1 for a 0-d tensor, at least 1): the rows that blocks
+    /// and groups run along.
+    pub fn row_len(&self) -> usize {
+        self.shape.last().copied().unwrap_or(1).max(1)
+    }
+}
+
+/// One line of the report: a tensor through a scheme (or, from [`totals`], every tensor
+/// through it, with `tensor` `"(all)"` and an empty shape).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// The tensor's name.
+    pub tensor: String,
+    /// The tensor's shape.
+    pub shape: Vec<usize>,
+    /// The scheme as given (its label in the report).
+    pub scheme: String,
+    /// Elements.
+    pub elements: u64,
+    /// Bits per element, scales and zero points included.
+    pub bits_per_element: f64,
+    /// `‖q − x‖ / ‖x‖` over the elements where the difference is finite (NaN on error).
+    pub rel_error: f64,
+    /// `10 · log10(‖x‖² / ‖q − x‖²)` dB (NaN on error).
+    pub sqnr_db: f64,
+    /// `max |q − x|` (NaN on error).
+    pub max_abs_error: f64,
+    /// The share of elements saturated or clipped to the largest magnitude.
+    pub saturated_share: f64,
+    /// The share of nonzero elements flushed to zero.
+    pub flushed_share: f64,
+    /// NaN outputs.
+    pub nan: u64,
+    /// Why the scheme could not quantize the tensor (the numbers are then NaN or zero).
+    pub error: Option<String>,
+    /// The error statistics behind `rel_error`, `sqnr_db`, `max_abs_error` (mergeable).
+    pub stats: ErrorStats,
+    /// `bits_per_element · elements`.
+    pub bits_total: f64,
+    /// Elements saturated or clipped.
+    pub saturated: u64,
+    /// Elements flushed to zero.
+    pub flushed: u64,
+}
+
+/// `n` deterministic normal(0, 1) samples (SplitMix64 and Box–Muller), the same on every
+/// machine.
+pub fn normal_samples(n: usize, seed: u64) -> Vec<f64> {
+    let mut u = uniform_stream(seed);
+    (0..n)
+        .map(|_| (-2.0 * u().ln()).sqrt() * (2.0 * std::f64::consts::PI * u()).cos())
+        .collect()
+}
+
+/// `n` deterministic uniform samples in (0, 1) (SplitMix64, 53 bits).
+pub fn uniform_samples(n: usize, seed: u64) -> Vec<f64> {
+    let mut u = uniform_stream(seed);
+    (0..n).map(|_| u()).collect()
+}
+
+fn uniform_stream(seed: u64) -> impl FnMut() -> f64 {
+    let mut s = seed;
+    move || {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (((z ^ (z >> 31)) >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+}
+
+/// The built-in tensors, deterministic stand-ins for LLM weights and activations (float32):
+/// `gaussian_weight` (1024×1024, normal × 0.02), `heavy_tailed_activation` (512×1024,
+/// Student-t with 4 degrees of freedom and four outlier channels × 40), `near_constant`
+/// (256×1024, 1 + normal × 1e-4) and `subnormal_range` (256×1024, normal × 2e-6).
+pub fn builtin() -> Vec<Tensor> {
+    let g = |n, seed| -> Vec<f32> {
+        normal_samples(n, seed)
+            .into_iter()
+            .map(|v| v as f32)
+            .collect()
+    };
+    let weight: Vec<f32> = g(1024 * 1024, 1).iter().map(|v| v * 0.02).collect();
+    // heavy-tailed activations (normal / sqrt(chi2_4 / 4)) with four outlier channels
+    let (z, c) = (g(512 * 1024, 2), g(512 * 1024 * 4, 3));
+    let act: Vec<f32> = (0..512 * 1024)
+        .map(|i| {
+            let chi: f32 = c[4 * i..4 * i + 4].iter().map(|v| v * v).sum::<f32>() / 4.0;
+            let v = z[i] / chi.max(1e-3).sqrt();
+            if matches!(i % 1024, 7 | 300 | 511 | 900) {
+                v * 40.0
+            } else {
+                v
+            }
+        })
+        .collect();
+    let near: Vec<f32> = g(256 * 1024, 4).iter().map(|v| 1.0 + v * 1e-4).collect();
+    let tiny: Vec<f32> = g(256 * 1024, 5).iter().map(|v| v * 2e-6).collect();
+    let t = |name: &str, shape: Vec<usize>, v: Vec<f32>| Tensor {
+        name: name.into(),
+        shape,
+        values: Values::F32(v),
+    };
+    vec![
+        t("gaussian_weight", vec![1024, 1024], weight),
+        t("heavy_tailed_activation", vec![512, 1024], act),
+        t("near_constant", vec![256, 1024], near),
+        t("subnormal_range", vec![256, 1024], tiny),
+    ]
+}
+
+/// float16 / bfloat16 bits to binary32, exactly.
+fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
+    if bf16 {
+        bits.iter()
+            .map(|&b| f32::from_bits((b as u32) << 16))
+            .collect()
+    } else {
+        crate::decode_vec(&FloatFormat::FP16, bits).expect("fp16 codes fit")
+    }
+}
+
+/// The tensors of one file: every non-empty floating tensor of a `.safetensors` file (by
+/// extension; float64 stays float64, the rest widen to float32), or the array of a `.npy`
+/// file, named by the file stem (float16 / bfloat16 widen to float32).
+///
+/// # Errors
+///
+/// [`Error::BadFile`] for a file that cannot be read or parsed; [`Error::InvalidArgument`]
+/// for a `.npy` file of integers.
+pub fn load(path: &Path) -> Result<Vec<Tensor>> {
+    let mut out = Vec::new();
+    if path.extension().and_then(|e| e.to_str()) == Some("safetensors") {
+        let f = st::open(path)?;
+        for t in f.iter() {
+            if !t.is_float() || t.is_empty() {
+                continue;
+            }
+            let values = if t.dtype == st::Dtype::F64 {
+                Values::F64(t.to_f64_vec()?)
+            } else {
+                Values::F32(t.to_f32_vec()?)
+            };
+            out.push(Tensor {
+                name: t.name.to_string(),
+                shape: t.shape.to_vec(),
+                values,
+            });
+        }
+    } else {
+        let a = npy::read(path)?;
+        let name = path
+            .file_stem()
+            .map_or("array".into(), |s| s.to_string_lossy().into_owned());
+        let values = match a.data {
+            Data::F32(x) => Values::F32(x),
+            Data::F64(x) => Values::F64(x),
+            Data::F16(h) => Values::F32(widen16(&h, false)),
+            Data::BF16(h) => Values::F32(widen16(&h, true)),
+            d => {
+                return Err(Error::InvalidArgument(format!(
+                    "{}: report takes floating arrays, not {}",
+                    path.display(),
+                    d.dtype_name()
+                )))
+            }
+        };
+        out.push(Tensor {
+            name,
+            shape: a.shape,
+            values,
+        });
+    }
+    Ok(out)
+}
+
+/// A scheme as the report runs it: block schemes (MX, NVFP4) zero-pad rows that the block
+/// size does not divide, so that every tensor gets a number.
+pub fn padded(s: Scheme) -> Scheme {
+    match s {
+        Scheme::Mx(mut o) => {
+            o.pad = true;
+            Scheme::Mx(o)
+        }
+        Scheme::Nvfp4(mut o) => {
+            o.pad = true;
+            Scheme::Nvfp4(o)
+        }
+        s => s,
+    }
+}
+
+/// Parse scheme names into `(label, scheme)` pairs for [`rows`] ([`padded`]); no names:
+/// [`DEFAULT_SCHEMES`].
+///
+/// # Errors
+///
+/// The parse error of the first name that is not a scheme.
+pub fn schemes<S: AsRef<str>>(names: &[S]) -> Result<Vec<(String, Scheme)>> {
+    if names.is_empty() {
+        return schemes(&DEFAULT_SCHEMES);
+    }
+    names
+        .iter()
+        .map(|s| Ok((s.as_ref().to_string(), padded(Scheme::parse(s.as_ref())?))))
+        .collect()
+}
+
+/// One tensor through one scheme, labelled `label`: a scheme that cannot quantize it gives
+/// a row with [`Row::error`] set.
+pub fn row(t: &Tensor, scheme: &Scheme, label: &str) -> Row {
+    match &t.values {
+        Values::F32(x) => row_of(t, x, scheme, label),
+        Values::F64(x) => row_of(t, x, scheme, label),
+    }
+}
+
+fn row_of<I: Float>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str) -> Row {
+    let row_len = t.row_len();
+    let n = x.len() as u64;
+    let mut row = Row {
+        tensor: t.name.clone(),
+        shape: t.shape.clone(),
+        scheme: label.to_string(),
+        elements: n,
+        bits_per_element: scheme.bits_per_element(x.len(), row_len),
+        rel_error: f64::NAN,
+        sqnr_db: f64::NAN,
+        max_abs_error: f64::NAN,
+        saturated_share: 0.0,
+        flushed_share: 0.0,
+        nan: 0,
+        error: None,
+        stats: ErrorStats::default(),
+        bits_total: 0.0,
+        saturated: 0,
+        flushed: 0,
+    };
+    row.bits_total = row.bits_per_element * n as f64;
+    match scheme.apply(x, row_len) {
+        Ok(q) => {
+            let e = ErrorStats::of(&q.values, x);
+            row.rel_error = e.rel_error();
+            row.sqnr_db = e.sqnr_db();
+            row.max_abs_error = e.max_abs;
+            row.saturated = q.saturated;
+            row.flushed = q.flushed;
+            row.saturated_share = q.saturated as f64 / n.max(1) as f64;
+            row.flushed_share = q.flushed as f64 / n.max(1) as f64;
+            row.nan = q.nan;
+            row.stats = e;
+        }
+        Err(e) => row.error = Some(e.to_string()),
+    }
+    row
+}
+
+/// Every tensor through every scheme, in parallel, tensor-major (the rows of tensor 0
+/// first, in the order of `schemes`); `done(tensor, label)` is called as each row is
+/// finished (from worker threads, in any order: a progress bar).
+pub fn rows(
+    tensors: &[Tensor],
+    schemes: &[(String, Scheme)],
+    done: impl Fn(&Tensor, &str) + Sync,
+) -> Vec<Row> {
+    let jobs: Vec<(usize, usize)> = (0..tensors.len())
+        .flat_map(|t| (0..schemes.len()).map(move |s| (t, s)))
+        .collect();
+    jobs.par_iter()
+        .map(|&(ti, si)| {
+            let t = &tensors[ti];
+            let (label, s) = &schemes[si];
+            let r = row(t, s, label);
+            done(t, label);
+            r
+        })
+        .collect()
+}
+
+/// One row per scheme over every tensor (`tensor` `"(all)"`, empty shape): the error
+/// statistics merged, bits per element weighted by elements; rows with an error are left
+/// out.
+pub fn totals(rows: &[Row], schemes: &[(String, Scheme)]) -> Vec<Row> {
+    schemes
+        .iter()
+        .map(|(label, _)| {
+            let rs: Vec<&Row> = rows
+                .iter()
+                .filter(|r| &r.scheme == label && r.error.is_none())
+                .collect();
+            let e = rs
+                .iter()
+                .fold(ErrorStats::default(), |a, r| a.merge(&r.stats));
+            let n: u64 = rs.iter().map(|r| r.elements).sum();
+            let sat: u64 = rs.iter().map(|r| r.saturated).sum();
+            let fl: u64 = rs.iter().map(|r| r.flushed).sum();
+            Row {
+                tensor: "(all)".into(),
+                shape: vec![],
+                scheme: label.clone(),
+                elements: n,
+                bits_per_element: rs.iter().map(|r| r.bits_total).sum::<f64>() / n.max(1) as f64,
+                rel_error: e.rel_error(),
+                sqnr_db: e.sqnr_db(),
+                max_abs_error: e.max_abs,
+                saturated_share: sat as f64 / n.max(1) as f64,
+                flushed_share: fl as f64 / n.max(1) as f64,
+                nan: rs.iter().map(|r| r.nan).sum(),
+                error: None,
+                stats: e,
+                bits_total: 0.0,
+                saturated: sat,
+                flushed: fl,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_tensors_have_their_shapes() {
+        for t in builtin() {
+            assert_eq!(
+                t.shape.iter().product::<usize>(),
+                t.values.len(),
+                "{}",
+                t.name
+            );
+        }
+    }
+
+    #[test]
+    fn samples_are_deterministic_and_normal() {
+        let a = normal_samples(100_000, 9);
+        assert_eq!(a, normal_samples(100_000, 9));
+        let mean = a.iter().sum::<f64>() / a.len() as f64;
+        let var = a.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / a.len() as f64;
+        assert!(
+            mean.abs() < 0.02 && (var - 1.0).abs() < 0.02,
+            "{mean} {var}"
+        );
+        assert!(uniform_samples(1000, 3).iter().all(|&u| u > 0.0 && u < 1.0));
+    }
+
+    #[test]
+    fn a_shape_that_does_not_hold_the_values_is_refused() {
+        assert!(Tensor::new("t", vec![2, 3], Values::F32(vec![0.0; 5])).is_err());
+    }
+
+    #[test]
+    fn rows_match_the_scheme_and_totals_merge_them() {
+        let x: Vec<f64> = normal_samples(4 * 96, 1);
+        let a = Tensor::new("a", vec![4, 96], Values::F64(x.clone())).unwrap();
+        let b = Tensor::new("b", vec![96 * 4], Values::F64(x)).unwrap();
+        let s = schemes(&["fp8-e4m3", "int4:group=32", "nvfp4"]).unwrap();
+        let r = rows(&[a.clone(), b], &s, |_, _| {});
+        assert_eq!(r.len(), 6);
+        assert_eq!(
+            (r[1].tensor.as_str(), r[1].scheme.as_str()),
+            ("a", "int4:group=32")
+        );
+        // the row is the scheme's own error
+        let Values::F64(x) = &a.values else {
+            unreachable!()
+        };
+        let q = s[0].1.apply(x, 96).unwrap();
+        let (sse, energy) = q.values.iter().zip(x).fold((0.0, 0.0), |(s, e), (q, x)| {
+            (s + (q - x) * (q - x), e + x * x)
+        });
+        assert!((r[0].rel_error - (sse / energy).sqrt()).abs() < 1e-12);
+        assert!((r[0].sqnr_db - 10.0 * (energy / sse).log10()).abs() < 1e-9);
+        // one tensor, the same values in another shape: same fp8 error, totals merge both
+        assert_eq!(r[0].stats, r[3].stats);
+        let t = totals(&r, &s);
+        assert_eq!(t[0].elements, 2 * 4 * 96);
+        assert_eq!(t[0].rel_error, r[0].rel_error);
+        // 4-bit elements, an E4M3 scale per 16 (24 blocks a tensor), an fp32 tensor scale each
+        assert_eq!(t[2].bits_per_element, 4.0 + (8.0 * 24.0 + 32.0) / 384.0);
+    }
+
+    #[test]
+    fn unknown_schemes_are_refused_and_none_means_the_defaults() {
+        assert!(schemes(&["nope"]).is_err());
+        let d = schemes::<&str>(&[]).unwrap();
+        assert_eq!(d.len(), DEFAULT_SCHEMES.len());
+        assert!(matches!(d[4].1, Scheme::Mx(ref o) if o.pad));
+    }
+}
