@@ -218,7 +218,12 @@ pub fn builtin() -> Vec<Tensor> {
 }
 
 /// float16 / bfloat16 bits to binary32, exactly.
-fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
+///
+/// ```
+/// assert_eq!(lowprec::report::widen16(&[0x3c00, 0xc000], false), [1.0, -2.0]);
+/// assert_eq!(lowprec::report::widen16(&[0x3f80], true), [1.0]);
+/// ```
+pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
     if bf16 {
         bits.iter()
             .map(|&b| f32::from_bits((b as u32) << 16))

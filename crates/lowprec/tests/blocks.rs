@@ -111,13 +111,8 @@ fn nvfp4_csv_every_row() {
 /// Normal(0, 1)-ish data scaled per row over many binades, with ±0, NaN and ±Inf sprinkled
 /// in (for MX), deterministic.
 fn wide_data(n: usize, row: usize, specials: bool, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
+    let mut rng = common::Rng(seed);
+    let mut next = move || rng.next_u64();
     (0..n)
         .map(|i| {
             let r = next();

@@ -43,20 +43,12 @@ pub struct Args {
     pub packed: Option<PathBuf>,
 }
 
-/// float16 / bfloat16 bits to binary32, exactly.
-fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
-    if bf16 {
-        bits.iter()
-            .map(|&b| f32::from_bits((b as u32) << 16))
-            .collect()
-    } else {
-        lowprec::decode_vec(&FloatFormat::FP16, bits).expect("fp16 codes fit")
-    }
-}
-
 /// float16 / bfloat16 bits to binary64, exactly.
 fn widen16_f64(bits: &[u16], bf16: bool) -> Vec<f64> {
-    widen16(bits, bf16).iter().map(|&v| v as f64).collect()
+    lowprec::report::widen16(bits, bf16)
+        .iter()
+        .map(|&v| v as f64)
+        .collect()
 }
 
 /// Values in a 16-bit dtype (RNE, one rounding), as bits.

@@ -241,3 +241,15 @@ pub(crate) fn convert<K: RowKernel<I, O>, I: crate::Float, O: crate::Float>(
         crate::simd::dispatch(Item { k, x, seg, v, c, s })
     })
 }
+
+/// Deterministic bits for the block modules' unit tests (xorshift64).
+#[cfg(test)]
+pub(crate) fn test_bits(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}

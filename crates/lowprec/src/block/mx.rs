@@ -861,13 +861,7 @@ mod tests {
     /// Deterministic test data: blocks of very different magnitudes, exact ties of the
     /// element grid, subnormal binary32 blocks, all-zero blocks, ±0, NaN and ±Inf blocks.
     fn data(n: usize, b: usize, seed: u64) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = super::super::test_bits(seed);
         let mut x = Vec::with_capacity(n);
         for blk in 0..n / b {
             let kind = next() % 10;
@@ -879,8 +873,8 @@ mod tests {
                     0 => 0.0,
                     1 => ((r % 64) as f64 - 32.0) * 0.125 * pow2(e.clamp(-20, 20)), // grid ties
                     2 => u * 1e-39,                                                 // subnormal f32
-                    3 if r % 7 == 0 => -0.0,
-                    _ => u * pow2(e) * if r % 5 == 0 { 1e-3 } else { 1.0 },
+                    3 if r.is_multiple_of(7) => -0.0,
+                    _ => u * pow2(e) * if r.is_multiple_of(5) { 1e-3 } else { 1.0 },
                 };
                 x.push(v);
             }

@@ -560,13 +560,7 @@ mod tests {
     /// Rows with blocks of every size class: a huge outlier block, blocks whose E4M3 scale
     /// rounds to zero (with elements above 6 in magnitude), ±0, exact E2M1 ties.
     fn data(n: usize, seed: u64) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = super::super::test_bits(seed);
         let mut x = Vec::with_capacity(n);
         for blk in 0..n / BLOCK {
             let kind = next() % 8;
@@ -577,7 +571,7 @@ mod tests {
                     0 => u * 10.0,                              // scale rounds to 0
                     1 if blk % 5 == 0 => u * 3.0e7,             // the outlier blocks
                     2 => ((r % 32) as f64 - 16.0) * 0.25 * 1e3, // ties
-                    3 if r % 3 == 0 => -0.0,
+                    3 if r.is_multiple_of(3) => -0.0,
                     _ => u * 10f64.powi((r % 9) as i32 - 2),
                 });
             }
