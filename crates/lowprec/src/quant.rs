@@ -17,6 +17,13 @@
 //! value of code 0, which is what dequantizing the codes gives), where the seed keeps −0
 //! from `rint`; every other value agrees with the seed bit for bit.
 //!
+//! Binary32 inputs of at most 8 bits (without the clip search) run each group in binary32
+//! lanes: `y = x ⊗ RN32(1/scale)` is within `2^−22.9` (relative) of `x / scale`, so
+//! `rint(y)` is the seed's `rint(RN64(x / scale))` for every `y` farther than `|y| · 2^−21`
+//! from a half-integer; a group with an element that close is done again in binary64. The
+//! results are the same bits (a unit test compares the two paths on ties and their
+//! neighbours).
+//!
 //! **Clip search** (`clip = mse`): each group tries the ratios `c = 1.00, 0.99, …, 0.50` (51
 //! candidates) and keeps the one with the smallest sum of squared errors (the largest `c` on
 //! ties).
@@ -158,14 +165,27 @@ struct Group {
 
 #[inline(always)]
 fn params(x: &[f64], o: &IntOptions, c: f64) -> Group {
+    // (inputs are finite: compare-selects that vectorise)
+    let amax = x
+        .iter()
+        .fold(0f64, |m, v| if v.abs() > m { v.abs() } else { m });
+    let lo = x
+        .iter()
+        .fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
+    let hi = x
+        .iter()
+        .fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m });
+    params_of(amax, lo, hi, o, c)
+}
+
+/// A group's scale and zero from its largest magnitude `amax`, its least and greatest
+/// values `lo`, `hi`, and the clip ratio `c`.
+#[inline(always)]
+fn params_of(amax: f64, lo: f64, hi: f64, o: &IntOptions, c: f64) -> Group {
     let (qmin, qmax) = o.range();
     match o.mapping {
         Mapping::Symmetric | Mapping::SymmetricFull => {
-            // (inputs are finite: a compare-select that vectorises)
-            let amax = x
-                .iter()
-                .fold(0f64, |m, v| if v.abs() > m { v.abs() } else { m })
-                * c;
+            let amax = amax * c;
             let den = match o.mapping {
                 Mapping::Symmetric => qmax,
                 _ => (qmax - qmin) / 2.0,
@@ -176,12 +196,6 @@ fn params(x: &[f64], o: &IntOptions, c: f64) -> Group {
             }
         }
         Mapping::Asymmetric => {
-            let lo = x
-                .iter()
-                .fold(f64::INFINITY, |m, &v| if v < m { v } else { m });
-            let hi = x
-                .iter()
-                .fold(f64::NEG_INFINITY, |m, &v| if v > m { v } else { m });
             let mid = (lo + hi) / 2.0;
             let (lo, hi) = (mid + (lo - mid) * c, mid + (hi - mid) * c);
             let scale = if hi > lo { (hi - lo) / qmax } else { 1.0 };
@@ -191,6 +205,122 @@ fn params(x: &[f64], o: &IntOptions, c: f64) -> Group {
             }
         }
     }
+}
+
+/// `(amax, lo, hi, finite)` of a group in its own lanes: the largest magnitude (from the
+/// bits), the least and greatest values (when `both`; else 0), and whether every element
+/// is finite.
+#[inline(always)]
+fn stats<I: Float>(x: &[I], both: bool) -> (f64, f64, f64, bool) {
+    use crate::round::types::Word;
+    let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
+    let m = x
+        .iter()
+        .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
+    let inf = <I::Bits as Word>::from_u64(((2 * I::BIAS as u64) + 1) << I::MANT);
+    let (mut lo, mut hi) = (0.0, 0.0);
+    if both && m < inf {
+        // (finite: the plain minimum and maximum)
+        // (sixteen lanes, so that the folds vectorise)
+        let (mut l, mut h) = ([x[0]; 16], [x[0]; 16]);
+        let chunks = x.chunks_exact(16);
+        for &v in chunks.remainder() {
+            (l[0], h[0]) = (
+                if v < l[0] { v } else { l[0] },
+                if v > h[0] { v } else { h[0] },
+            );
+        }
+        for c in chunks {
+            for i in 0..16 {
+                l[i] = if c[i] < l[i] { c[i] } else { l[i] };
+                h[i] = if c[i] > h[i] { c[i] } else { h[i] };
+            }
+        }
+        lo = l
+            .iter()
+            .fold(x[0], |m, &v| if v < m { v } else { m })
+            .to_f64();
+        hi = h
+            .iter()
+            .fold(x[0], |m, &v| if v > m { v } else { m })
+            .to_f64();
+    }
+    (I::from_bits(m).to_f64(), lo, hi, m < inf)
+}
+
+/// One group in binary32 lanes: `y = x ⊗ RN32(1/scale)` carries a relative error below
+/// `2^−22.9`, so `rint(y)` is the seed's `rint(RN64(x / scale))` unless `y` lies within
+/// `|y| · 2^−21` of a half-integer; such a group returns `None` (and is done again in
+/// binary64). Values `RN32(scale · (q − zero))` are formed in binary64 as the seed does.
+/// Returns `(clipped, flushed)`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn group_lanes<I: Float>(
+    x: &[I],
+    v: &mut [I],
+    q: &mut [i32],
+    scale: f64,
+    zero: f64,
+    qmin: f64,
+    qmax: f64,
+    r: I,
+) -> Option<(u64, u64)> {
+    use crate::round::types::Word;
+    const L: usize = 16;
+    let magic = I::from_f64(1.5 * crate::format::pow2(I::MANT as i32));
+    let magic_bits = magic.to_bits().to_u64() as i32;
+    let sign = <I::Bits as Word>::ONE.shl(<I::Bits as Word>::from_u64(
+        <I::Bits as Word>::BITS as u64 - 1,
+    ));
+    let abs = |a: I| I::from_bits(a.to_bits() & !sign);
+    let (z, lo, hi) = (I::from_f64(zero), I::from_f64(qmin), I::from_f64(qmax));
+    let (half, tol) = (I::from_f64(0.5), I::from_f64(crate::format::pow2(-21)));
+    let one = |xi: I| {
+        let y = xi.mul(r);
+        let t = y.add(magic).sub(magic);
+        let near = abs(abs(y.sub(t)).sub(half)) <= abs(y).mul(tol);
+        let rr = t.add(z);
+        let qc = if rr < lo {
+            lo
+        } else if rr > hi {
+            hi
+        } else {
+            rr
+        };
+        let val = I::from_f64(qc.sub(z).to_f64() * scale);
+        let code = (qc.add(magic).to_bits().to_u64() as i32).wrapping_sub(magic_bits);
+        let flushed = val.to_f64() == 0.0 && xi.to_f64() != 0.0;
+        (code, val, (qc != rr) as u32, flushed as u32, near)
+    };
+    let (mut clipped, mut flushed, mut near) = ([0u32; L], [0u32; L], [false; L]);
+    let mut tail = (0u32, 0u32, false);
+    let (xs, xr) = x.split_at(x.len() / L * L);
+    for ((xa, va), qa) in xs
+        .chunks_exact(L)
+        .zip(v.chunks_exact_mut(L))
+        .zip(q.chunks_exact_mut(L))
+    {
+        for i in 0..L {
+            let (code, val, cl, fl, nr) = one(xa[i]);
+            qa[i] = code;
+            va[i] = val;
+            clipped[i] += cl;
+            flushed[i] += fl;
+            near[i] |= nr;
+        }
+    }
+    let at = xs.len();
+    for (i, &xi) in xr.iter().enumerate() {
+        let (code, val, cl, fl, nr) = one(xi);
+        q[at + i] = code;
+        v[at + i] = val;
+        tail = (tail.0 + cl, tail.1 + fl, tail.2 | nr);
+    }
+    if tail.2 || near.iter().any(|&n| n) {
+        return None;
+    }
+    let sum = |a: [u32; L]| a.iter().map(|&v| v as u64).sum::<u64>();
+    Some((sum(clipped) + tail.0 as u64, sum(flushed) + tail.1 as u64))
 }
 
 #[inline(always)]
@@ -354,12 +484,35 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
         let (qmin, qmax) = o.range();
         let mut buf = vec![0f64; glen];
         let (mut clipped, mut flushed, mut bad) = (0u64, 0u64, 0u64);
+        // binary32 inputs of at most 8 bits without the clip search: binary32 lanes, each
+        // group while it is in cache (a first pass for every scale of the item is slower)
+        let lanes = I::MANT == f32::MANT && o.bits <= 8 && !matches!(o.clip, Clip::Mse);
+        let c_lanes = match o.clip {
+            Clip::Ratio(c) => c,
+            _ => 1.0,
+        };
         for (k, ((xg, vg), qg)) in x
             .chunks(glen)
             .zip(v.chunks_mut(glen))
             .zip(q.chunks_mut(glen))
             .enumerate()
         {
+            if lanes {
+                let (amax, lo, hi, finite) = stats(xg, o.mapping == Mapping::Asymmetric);
+                let g = params_of(amax, lo, hi, o, c_lanes);
+                let r = I::from_f64(1.0 / g.scale);
+                // |y| stays far below 2^22, where the rounding constant works
+                let fits = r.to_f64().is_normal() && amax * r.to_f64() < 1048576.0;
+                if finite && fits {
+                    let got = group_lanes(xg, vg, qg, g.scale, g.zero, qmin, qmax, r);
+                    if let Some((n_clip, n_flush)) = got {
+                        clipped += n_clip;
+                        flushed += n_flush;
+                        (s[k], z[k], cl[k]) = (g.scale, g.zero, c_lanes);
+                        continue;
+                    }
+                }
+            }
             let xs = &mut buf[..xg.len()];
             xs.iter_mut().zip(xg).for_each(|(a, b)| *a = b.to_f64());
             let finite = xs.iter().fold(0u32, |n, v| n + v.is_finite() as u32);
@@ -405,4 +558,79 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
 /// for asymmetric ones), for packing.
 pub fn int_code(q: i32, bits: u32) -> u16 {
     (q as u32 & ((1u32 << bits) - 1)) as u16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Groups of every kind: Gaussian-like values, exact half-integer multiples of the group
+    /// scale (ties of `rint`), their binary32 neighbours, a constant group, ±0, outliers.
+    fn data(n: usize, glen: usize, seed: u64) -> Vec<f32> {
+        let mut next = crate::block::test_bits(seed);
+        let mut x = Vec::with_capacity(n);
+        while x.len() < n {
+            let kind = next() % 6;
+            for j in 0..glen {
+                let r = next();
+                let u = (r >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
+                x.push(match kind {
+                    // max 127 · 2^−3: the scale is 2^−3 exactly, every (k + ½)/8 a tie
+                    0 if j == 0 => 127.0 / 8.0,
+                    0 => ((r % 255) as f32 - 127.0 + 0.5) / 8.0,
+                    1 if j == 0 => 127.0 / 8.0,
+                    1 => {
+                        let t = ((r % 255) as f32 - 127.0 + 0.5) / 8.0;
+                        f32::from_bits(t.to_bits().wrapping_add_signed((r >> 20) as i32 % 3 - 1))
+                    }
+                    2 => 0.75,
+                    3 if r.is_multiple_of(4) => -0.0,
+                    4 if j == 1 => u * 1e6,
+                    _ => u * 3.0,
+                });
+            }
+        }
+        x.truncate(n);
+        x
+    }
+
+    /// The binary32-lane path equals the binary64 path (binary64 inputs of the same values,
+    /// the seed's arithmetic) bit for bit: codes, scales, zero points, counts, and values
+    /// rounded once to binary32.
+    #[test]
+    fn binary32_lanes_equal_the_binary64_path() {
+        let maps = [
+            Mapping::Symmetric,
+            Mapping::SymmetricFull,
+            Mapping::Asymmetric,
+        ];
+        for (seed, glen) in [(1u64, 128usize), (2, 16), (3, 33), (4, 256)] {
+            let row = glen * 4;
+            let x = data(row * 24, glen, seed);
+            let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+            for bits in [2, 4, 8] {
+                for mapping in maps {
+                    for clip in [Clip::None, Clip::Ratio(0.9)] {
+                        let o = IntOptions {
+                            mapping,
+                            clip,
+                            granularity: Granularity::Group(glen),
+                            ..IntOptions::new(bits)
+                        };
+                        let a = quantize_int(&x, row, &o).unwrap();
+                        let b = quantize_int(&x64, row, &o).unwrap();
+                        let what = format!("{bits} bits {mapping:?} {clip:?} group {glen}");
+                        let first = a.q.iter().zip(&b.q).position(|(p, q)| p != q);
+                        assert_eq!(first, None, "first differing code, {what}");
+                        assert_eq!(a.scales, b.scales, "scales, {what}");
+                        assert_eq!(a.zeros, b.zeros, "zeros, {what}");
+                        assert_eq!((a.clipped, a.flushed), (b.clipped, b.flushed), "{what}");
+                        for (i, (&va, &vb)) in a.values.iter().zip(&b.values).enumerate() {
+                            assert_eq!(va.to_bits(), (vb as f32).to_bits(), "value {i}, {what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -52,6 +52,10 @@ pub(crate) struct Elem<I: Float> {
     sign_out: I::Bits,
     /// The element's magnitude bits (to count flushed elements).
     mag_mask: u8,
+    /// `m + 1`: from `a`'s exponent field to that of half the element's quantum.
+    half_off: I::Bits,
+    /// `m + 1 + (I::MANT − m − 4)`: to that of the near-tie tolerance (see [`Near`]).
+    tol_off: I::Bits,
 }
 
 impl<I: Float> Elem<I> {
@@ -85,12 +89,23 @@ impl<I: Float> Elem<I> {
             sign_in: w(<I::Bits as Word>::BITS as i64 - 1),
             sign_out: w(f.bits() as i64 - 1),
             mag_mask: (f.max_code() & !f.sign_mask()) as u8,
+            half_off: w(m as i64 + 1),
+            tol_off: w(I::MANT as i64 - 3),
         })
     }
 
     /// Round `y` (not NaN) to nearest even with saturation: `(code, signed value, saturated)`.
-    #[inline(always)]
+    #[cfg(test)]
     pub(crate) fn round(&self, y: I) -> (u8, I, bool) {
+        let (code, value, saturated, _) = self.round_checked::<false>(y);
+        (code, value, saturated)
+    }
+
+    /// [`Elem::round`], and with `NEAR` whether `|y|` lies within `2^(e−m−1−(W−m−4))` of a
+    /// midpoint between two neighbours of the element grid (`e` = `|y|`'s clamped binade):
+    /// a rounding that could go the other way if `y` were off by `2^−(W−1)` relative.
+    #[inline(always)]
+    pub(crate) fn round_checked<const NEAR: bool>(&self, y: I) -> (u8, I, bool, bool) {
         let mant = <I::Bits as Word>::from_u64(I::MANT as u64);
         let yb = y.to_bits();
         let sign_bit = <I::Bits as Word>::ONE.shl(self.sign_in);
@@ -99,6 +114,14 @@ impl<I: Float> Elem<I> {
         let magic = I::from_bits((field + self.shift).shl(mant));
         let a = I::from_bits(ab);
         let r = a.add(magic).sub(magic);
+        let near = NEAR && {
+            // |a − r| is exact; it is half a quantum at a midpoint
+            let abs = !sign_bit;
+            let half = I::from_bits((field - self.half_off).shl(mant));
+            let tol = I::from_bits((field - self.tol_off).shl(mant));
+            let d = I::from_bits(a.sub(r).to_bits() & abs);
+            I::from_bits(d.sub(half).to_bits() & abs) <= tol
+        };
         let saturated = r > self.max;
         let r = if saturated { self.max } else { r };
         let small = r < self.h;
@@ -109,7 +132,7 @@ impl<I: Float> Elem<I> {
         let sign = yb.shr(self.sign_in);
         let code = (mag | sign.shl(self.sign_out)).to_u64() as u8;
         let value = I::from_bits(r.to_bits() | (yb & sign_bit));
-        (code, value, saturated)
+        (code, value, saturated, near)
     }
 }
 
@@ -117,8 +140,9 @@ impl<I: Float> Elem<I> {
 pub(crate) trait Step<I: Float>: Copy {
     /// The code bits that hold the magnitude (a code with none of them set is a zero).
     fn mag_mask(&self) -> u8;
-    /// Round one scaled element.
-    fn round(&self, y: I) -> (u8, I, bool);
+    /// Round one scaled element: `(code, signed value, saturated, near a tie)`; the last is
+    /// always false except for [`Near`].
+    fn round(&self, y: I) -> (u8, I, bool, bool);
 }
 
 impl<I: Float> Step<I> for Elem<I> {
@@ -127,14 +151,36 @@ impl<I: Float> Step<I> for Elem<I> {
         self.mag_mask
     }
     #[inline(always)]
-    fn round(&self, y: I) -> (u8, I, bool) {
-        Elem::round(self, y)
+    fn round(&self, y: I) -> (u8, I, bool, bool) {
+        self.round_checked::<false>(y)
+    }
+}
+
+/// [`Elem`]'s step that also flags elements near a midpoint of the element grid, for a `y`
+/// that carries a relative error below `2^−(W−1)` (a product with a rounded reciprocal where
+/// the exact quotient is wanted): an element whose `|y|` is at least `2^(e−m−1)·2^−(W−m−4)`
+/// from every midpoint rounds as the exact quotient does, because `|y| < 2^(m+2)` half
+/// quanta, so the error is below half that distance.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Near<I: Float>(pub(crate) Elem<I>);
+
+impl<I: Float> Step<I> for Near<I> {
+    #[inline(always)]
+    fn mag_mask(&self) -> u8 {
+        self.0.mag_mask
+    }
+    #[inline(always)]
+    fn round(&self, y: I) -> (u8, I, bool, bool) {
+        self.0.round_checked::<true>(y)
     }
 }
 
 /// MXINT8's element step: `k = clamp(RNE(64·y), −128, 127)`, code `k` as a byte, value
-/// `k/64` (`+0` for `k = 0`). `64·y` is exact and below `2^8` for MX-scaled `y`, so
-/// `RNE` is `(64·y ⊕ 1.5·2^W) ⊖ 1.5·2^W` in the lane type.
+/// `k/64` (`+0` for `k = 0`). `64·y` is exact, and `u = 64·y ⊕ 1.5·2^W` is
+/// `1.5·2^W + RNE(64·y)` while `|64·y| < 2^(W−1)`, an integer in the binade where the unit
+/// is 1: clamped to `1.5·2^W + [−128, 127]`, its low eight bits are `k` in two's complement
+/// and `u ⊖ 1.5·2^W = k` exactly (`+0` for `k = 0`). A larger `|64·y|` lands beyond the
+/// clamp bounds and saturates as it should.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Int8;
 
@@ -144,32 +190,22 @@ impl<I: Float> Step<I> for Int8 {
         0xff
     }
     #[inline(always)]
-    fn round(&self, y: I) -> (u8, I, bool) {
+    fn round(&self, y: I) -> (u8, I, bool, bool) {
         let magic = I::from_f64(1.5 * crate::format::pow2(I::MANT as i32));
-        let t = y.mul(I::from_f64(64.0));
-        // a scaled element far beyond the range (a clamped scale) saturates like any other
-        let t = if t > I::from_f64(1024.0) {
-            I::from_f64(1024.0)
-        } else if t < I::from_f64(-1024.0) {
-            I::from_f64(-1024.0)
-        } else {
-            t
-        };
-        let r = t.add(magic).sub(magic);
-        let lo = I::from_f64(-128.0);
-        let hi = I::from_f64(127.0);
-        let q = if r < lo {
+        let lo = I::from_f64(1.5 * crate::format::pow2(I::MANT as i32) - 128.0);
+        let hi = I::from_f64(1.5 * crate::format::pow2(I::MANT as i32) + 127.0);
+        let u = y.mul(I::from_f64(64.0)).add(magic);
+        let uc = if u < lo {
             lo
-        } else if r > hi {
+        } else if u > hi {
             hi
         } else {
-            r
+            u
         };
-        let saturated = q != r;
-        let k = q.to_f64() as i32;
-        // k + 0 turns −0 into +0
-        let value = q.add(I::from_f64(0.0)).mul(I::from_f64(1.0 / 64.0));
-        (k as i8 as u8, value, saturated)
+        let saturated = uc != u;
+        let code = uc.to_bits().to_u64() as u8;
+        let value = uc.sub(magic).mul(I::from_f64(1.0 / 64.0));
+        (code, value, saturated, false)
     }
 }
 
@@ -182,16 +218,91 @@ pub(crate) fn max_abs_bits<I: Float>(x: &[I]) -> I::Bits {
         .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs))
 }
 
+/// How a rounded element `r` (lane type `I`) becomes its output value (type `O`).
+pub(crate) trait Rescale<I: Float, O: Float>: Copy {
+    /// The value of `r` under this block's scale.
+    fn apply(self, r: I) -> O;
+}
+
+/// A scale in a float type `S`: `O(S(r) ⊗ s)`, the product rounded in `S`, then to `O`.
+impl<I: Float, O: Float, S: Float> Rescale<I, O> for S {
+    #[inline(always)]
+    fn apply(self, r: I) -> O {
+        O::from_f64(S::from_f64(r.to_f64()).mul(self).to_f64())
+    }
+}
+
+/// A binary64 scale `s = hi + lo ≥ 0` held as two binary32 values, for binary32 values
+/// `RN32(r · s)` computed in binary32 lanes as `±fma(|r|, hi, |r| ⊗ lo)` with the sign of
+/// `r`: exact when `|r| ⊗ lo` is (see [`Split::new`]), because the fused multiply-add then
+/// rounds `|r| · s` once (and the sign of a zero is `r`'s, as `r · s` gives it).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Split {
+    hi: f32,
+    lo: f32,
+}
+
+impl Split {
+    /// `s` split as `RN32(s) + (s − RN32(s))`, or `None` unless the remainder is a binary32
+    /// with at most `24 − r_bits` significant bits and at least `2^−100` (or 0), so that its
+    /// product with any `r` of `r_bits` significant bits and `|r| ≥ 2^−20` is exact.
+    pub(crate) fn new(s: f64, r_bits: u32) -> Option<Split> {
+        let hi = s as f32;
+        let lo = s - hi as f64;
+        let ok = s >= 0.0
+            && hi.is_finite()
+            && (hi == 0.0 || hi.is_normal())
+            && (lo == 0.0
+                || (lo.abs() >= crate::format::pow2(-100)
+                    && (lo as f32) as f64 == lo
+                    && ((lo as f32).to_bits() & ((1u32 << r_bits) - 1)) == 0));
+        ok.then_some(Split { hi, lo: lo as f32 })
+    }
+}
+
+impl<O: Float> Rescale<f32, O> for Split {
+    #[inline(always)]
+    fn apply(self, r: f32) -> O {
+        let sign = r.to_bits() & 0x8000_0000;
+        let a = f32::from_bits(r.to_bits() ^ sign);
+        O::from_f32(f32::from_bits(
+            a.mul_add(self.hi, a * self.lo).to_bits() | sign,
+        ))
+    }
+}
+
+/// `out[k]` = the largest magnitude bits of block `k` (`b` elements) of `x`, for every whole
+/// block (`out.len() = x.len() / b`), one vector maximum per block.
+///
+/// (An AVX-512 kernel that reduces sixteen blocks at a time in registers was twice as fast
+/// on data in cache but 50 % slower here on data streamed from memory, which is this
+/// loop's case: the first touch of a work item.)
+#[inline(always)]
+pub(crate) fn block_maxima<I: Float>(x: &[I], b: usize, out: &mut [I::Bits]) {
+    for (o, xb) in out.iter_mut().zip(x.chunks_exact(b)) {
+        // (the barrier keeps the compiler from vectorising this loop across blocks with
+        // gathers, slower than the per-block vector maximum)
+        *o = std::hint::black_box(max_abs_bits(xb));
+    }
+}
+
 /// Scale, round and write whole blocks of `b` elements: block `k`'s elements become
 /// `y = x ⊗ factor[k]` (or `x ⊘ factor[k]` when `DIV`; in the lane type `I`), then codes, and
-/// values `O(S(r) ⊗ out_scale[k])` (the product in `S`, then rounded to `O`; none when `v`
-/// is empty). Returns `(saturated, flushed)` over every block.
+/// values `out_scale[k].apply(r)` ([`Rescale`]; none when `v` is empty). Returns `(saturated, flushed, near)` over every block, `near` when some element
+/// was near a tie for the step (only [`Near`] steps report any).
 ///
 /// One loop nest over the work item with the counts in sixteen lanes, so that the element
 /// step is one straight vector body and the constants stay in registers.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn blocks<I: Float, X: Float, S: Float, O: Float, E: Step<I>, const DIV: bool>(
+pub(crate) fn blocks<
+    I: Float,
+    X: Float,
+    S: Rescale<I, O>,
+    O: Float,
+    E: Step<I>,
+    const DIV: bool,
+>(
     e: &E,
     x: &[X],
     b: usize,
@@ -199,36 +310,16 @@ pub(crate) fn blocks<I: Float, X: Float, S: Float, O: Float, E: Step<I>, const D
     out_scale: &[S],
     v: &mut [O],
     c: &mut [u8],
-) -> (u64, u64) {
+) -> (u64, u64, bool) {
     let e = *e;
-    let mag = e.mag_mask();
-    let mut saturated = [0u32; LANES];
-    let mut flushed = [0u32; LANES];
-    let one = |xi: X, f: I, os: S| {
-        let xl = I::from_f64(xi.to_f64());
-        let y = if DIV {
-            I::from_f64(xl.to_f64() / f.to_f64())
-        } else {
-            xl.mul(f)
-        };
-        let (code, r, s) = e.round(y);
-        let value = O::from_f64(S::from_f64(r.to_f64()).mul(os).to_f64());
-        let flush = code & mag == 0 && xi.to_f64() != 0.0;
-        (code, value, s as u32, flush as u32)
+    // (named functions, not closures: a closure may be compiled out of line, outside the
+    // instruction set that `simd::dispatch` enables, where `mul_add` is a library call)
+    let mut lanes = Lanes {
+        saturated: [0; LANES],
+        flushed: [0; LANES],
+        near: [false; LANES],
     };
-    // one vector step: sixteen elements, their codes and values (lane counts stay in
-    // registers: every index is a constant after unrolling)
-    let mut step = |xa: &[X; LANES], ca: &mut [u8; LANES], va: &mut [O; LANES], f, os| {
-        for i in 0..LANES {
-            let (code, value, s, fl) = one(xa[i], f, os);
-            ca[i] = code;
-            va[i] = value;
-            saturated[i] += s;
-            flushed[i] += fl;
-        }
-    };
-    let arr = |s: &[X]| -> [X; LANES] { s.try_into().expect("chunks of LANES") };
-    let mut tail = (0u32, 0u32);
+    let mut tail = (0u32, 0u32, false);
     // `v` is empty when only codes are asked for: the values go to a scratch register
     let values = !v.is_empty();
     let mut sink = [O::default(); LANES];
@@ -247,14 +338,16 @@ pub(crate) fn blocks<I: Float, X: Float, S: Float, O: Float, E: Step<I>, const D
             {
                 let ca: &mut [u8; LANES] = ca.try_into().expect("chunks of LANES");
                 let va: &mut [O; LANES] = va.try_into().expect("chunks of LANES");
-                step(&arr(xa), ca, va, f, os);
+                let xa: &[X; LANES] = xa.try_into().expect("chunks of LANES");
+                step::<I, X, S, O, E, DIV>(&e, &mut lanes, xa, ca, va, f, os);
             }
         }
     } else if b.is_multiple_of(LANES) {
         for ((xb, cb), (&f, &os)) in x.chunks_exact(b).zip(c.chunks_exact_mut(b)).zip(params) {
             for (xa, ca) in xb.chunks_exact(LANES).zip(cb.chunks_exact_mut(LANES)) {
                 let ca: &mut [u8; LANES] = ca.try_into().expect("chunks of LANES");
-                step(&arr(xa), ca, &mut sink, f, os);
+                let xa: &[X; LANES] = xa.try_into().expect("chunks of LANES");
+                step::<I, X, S, O, E, DIV>(&e, &mut lanes, xa, ca, &mut sink, f, os);
             }
         }
     } else {
@@ -265,20 +358,75 @@ pub(crate) fn blocks<I: Float, X: Float, S: Float, O: Float, E: Step<I>, const D
             .enumerate()
         {
             for (j, (&xi, ci)) in xb.iter().zip(cb.iter_mut()).enumerate() {
-                let (code, value, s, fl) = one(xi, f, os);
+                let (code, value, s, fl, nr) = one::<I, X, S, O, E, DIV>(&e, xi, f, os);
                 *ci = code;
                 if values {
                     v[k * b + j] = value;
                 }
                 tail.0 += s;
                 tail.1 += fl;
+                tail.2 |= nr;
             }
         }
     }
-    saturated[0] += tail.0;
-    flushed[0] += tail.1;
+    lanes.saturated[0] += tail.0;
+    lanes.flushed[0] += tail.1;
     let sum = |a: [u32; LANES]| a.iter().map(|&v| v as u64).sum::<u64>();
-    (sum(saturated), sum(flushed))
+    (
+        sum(lanes.saturated),
+        sum(lanes.flushed),
+        tail.2 || lanes.near.iter().any(|&n| n),
+    )
+}
+
+/// Per-lane counts of [`blocks`] (they stay in registers: every index is a constant after
+/// unrolling).
+struct Lanes {
+    saturated: [u32; LANES],
+    flushed: [u32; LANES],
+    near: [bool; LANES],
+}
+
+/// One element of [`blocks`]: `(code, value, saturated, flushed, near)`.
+#[inline(always)]
+fn one<I: Float, X: Float, S: Rescale<I, O>, O: Float, E: Step<I>, const DIV: bool>(
+    e: &E,
+    xi: X,
+    f: I,
+    os: S,
+) -> (u8, O, u32, u32, bool) {
+    let xl = I::from_f64(xi.to_f64());
+    let y = if DIV {
+        I::from_f64(xl.to_f64() / f.to_f64())
+    } else {
+        xl.mul(f)
+    };
+    let (code, r, s, nr) = e.round(y);
+    let value = os.apply(r);
+    let flush = code & e.mag_mask() == 0 && xi.to_f64() != 0.0;
+    (code, value, s as u32, flush as u32, nr)
+}
+
+/// One vector step of [`blocks`]: sixteen elements, their codes and values.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn step<I: Float, X: Float, S: Rescale<I, O>, O: Float, E: Step<I>, const DIV: bool>(
+    e: &E,
+    lanes: &mut Lanes,
+    xa: &[X; LANES],
+    ca: &mut [u8; LANES],
+    va: &mut [O; LANES],
+    f: I,
+    os: S,
+) {
+    for i in 0..LANES {
+        let (code, value, s, fl, nr) = one::<I, X, S, O, E, DIV>(e, xa[i], f, os);
+        ca[i] = code;
+        va[i] = value;
+        lanes.saturated[i] += s;
+        lanes.flushed[i] += fl;
+        lanes.near[i] |= nr;
+    }
 }
 
 #[cfg(test)]
@@ -351,6 +499,81 @@ mod tests {
                 assert_eq!(v.to_bits(), vals[i].to_bits(), "{name} value of {x:e}");
             }
         }
+    }
+
+    /// Binary32 quotients by a rounded reciprocal with the near-tie flag: wherever an element
+    /// is not flagged, its code, value and saturation equal those of the exact quotient
+    /// (binary64 division, then the binary64 step), for `x` at and beside every E2M1
+    /// midpoint and grid point times NVFP4-like scales `s = e4m3 · g`.
+    #[test]
+    fn unflagged_elements_round_as_the_exact_quotient() {
+        let f = FloatFormat::FP4_E2M1;
+        let near = Near(Elem::<f32>::new(&f).unwrap());
+        let e64 = Elem::<f64>::new(&f).unwrap();
+        let mut next = crate::block::test_bits(7);
+        let points = [
+            0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, 0.5, 1.0, 3.0, 6.0, 9.0,
+        ];
+        let (mut checked, mut flagged) = (0, 0);
+        for _ in 0..3000 {
+            let g =
+                f32::from_bits((next() as u32 & 0x007f_ffff) | ((next() % 200 + 27) as u32) << 23);
+            let e = FloatFormat::FP8_E4M3.decode(1 + next() % 126);
+            let s = e * g as f64;
+            let r32 = (1.0 / s) as f32;
+            if !r32.is_normal() {
+                continue;
+            }
+            for &mu in &points {
+                let x0 = (mu * s) as f32;
+                for d in -3i32..=3 {
+                    let x = f32::from_bits(x0.to_bits().wrapping_add_signed(d));
+                    for x in [x, -x] {
+                        let (c, v, sat, nr) = Step::round(&near, x * r32);
+                        if nr {
+                            flagged += 1;
+                            continue;
+                        }
+                        let (c64, v64, sat64, _) = Step::round(&e64, x as f64 / s);
+                        assert_eq!(
+                            (c, v as f64, sat),
+                            (c64, v64, sat64),
+                            "x = {x:e}, s = {s:e}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        // (most of these points sit within a few ulps of a midpoint, so most are flagged)
+        assert!(
+            flagged > 1000 && checked > 100_000,
+            "{checked} checked, {flagged} flagged"
+        );
+    }
+
+    /// A split scale gives `RN32(r · s)` of the exact binary64 product for every E2M1 value.
+    #[test]
+    fn split_scales_round_the_product_once() {
+        let mut next = crate::block::test_bits(11);
+        let mut split = 0;
+        for _ in 0..20000 {
+            let g =
+                f32::from_bits((next() as u32 & 0x007f_ffff) | ((next() % 254 + 1) as u32) << 23);
+            let s = FloatFormat::FP8_E4M3.decode(next() % 127) * g as f64;
+            let Some(sp) = Split::new(s, 2) else { continue };
+            split += 1;
+            for code in 0..16 {
+                let r = FloatFormat::FP4_E2M1.decode(code) as f32;
+                let got: f32 = Rescale::<f32, f32>::apply(sp, r);
+                assert_eq!(
+                    got.to_bits(),
+                    ((r as f64 * s) as f32).to_bits(),
+                    "r = {r}, s = {s:e}"
+                );
+            }
+        }
+        assert!(split > 15000, "{split} of 20000 scales split");
     }
 
     #[test]

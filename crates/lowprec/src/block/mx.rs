@@ -492,8 +492,16 @@ impl<I: Float> Ctx<I> {
             up_heap.resize(nb, O::default());
             (&mut inv_heap, &mut up_heap)
         };
-        for (k, xb) in x.chunks_exact(b).enumerate() {
-            let amax_bits = fused::max_abs_bits(xb);
+        let mut bm_s = [<I::Bits as Word>::ZERO; STACK];
+        let mut bm_h = Vec::new();
+        let bm = if nb <= STACK {
+            &mut bm_s[..nb]
+        } else {
+            bm_h.resize(nb, <I::Bits as Word>::ZERO);
+            &mut bm_h[..]
+        };
+        fused::block_maxima(x, b, bm);
+        for (k, &amax_bits) in bm.iter().enumerate() {
             if amax_bits >= inf_bits {
                 s[k] = 0xff;
                 st.nan_blocks += 1;
@@ -505,7 +513,8 @@ impl<I: Float> Ctx<I> {
             s[k] = (e + 127) as u8;
             (inv[k], up[k]) = (pow2_as::<I>(-e), pow2_as::<O>(e));
         }
-        (st.saturated, st.flushed) = fused::blocks::<I, I, O, O, _, false>(el, x, b, inv, up, v, c);
+        (st.saturated, st.flushed, _) =
+            fused::blocks::<I, I, O, O, _, false>(el, x, b, inv, up, v, c);
         if st.nan_blocks > 0 {
             for k in (0..nb).filter(|&k| s[k] == 0xff) {
                 let r = k * b..(k + 1) * b;
@@ -515,7 +524,7 @@ impl<I: Float> Ctx<I> {
                 } else {
                     &mut v[r.clone()]
                 };
-                let (sat, fl) = fused::blocks::<I, I, O, O, _, false>(
+                let (sat, fl, _) = fused::blocks::<I, I, O, O, _, false>(
                     el,
                     &x[r.clone()],
                     b,

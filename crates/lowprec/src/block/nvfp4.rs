@@ -13,9 +13,10 @@
 //! documents often store its reciprocal `2688 / amax`). In the torchao convention exact E2M1
 //! ties may fall on either side, because the reciprocal is rounded.
 
-use super::fused::{self, Elem};
+use super::fused::{self, Elem, Near, Split};
 use super::{rows_of, BlockStatus};
 use crate::error::{Error, Result};
+use crate::round::types::Word;
 use crate::round::{Float, Overflow, RoundOptions, Rounder};
 use crate::FloatFormat;
 
@@ -224,12 +225,25 @@ fn convert_into<I: Float, O: Float>(
 
 const CHUNK: usize = 4096;
 
+/// The per-block factors of a work item: the seed's divisor `s_b · g` (1 for a zero
+/// scale), its binary32 reciprocal (torchao: `RN32(RN32(1/g) / s_b)`), and the value scale.
+struct Factors<'a> {
+    fac: &'a [f64],
+    fac32: &'a [f32],
+    sc: &'a [f64],
+    /// `sc` split for values in binary32 lanes ([`fused::Split`]), when every block's is
+    /// exact and the values are binary32.
+    split: Option<&'a [Split]>,
+}
+
 struct Ctx {
     conv: Convention,
     g: f64,
     /// E2M1's one-pass element step in binary64 (seed) and binary32 (torchao).
     fused64: Elem<f64>,
     fused32: Elem<f32>,
+    /// The same step flagging elements near a tie, for the seed's binary32 pass.
+    near32: Near<f32>,
     e4m3: Rounder<f64>,
     e2m1: Rounder<f64>,
     e2m1_32: Rounder<f32>,
@@ -255,6 +269,7 @@ impl Ctx {
             g,
             fused64: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
             fused32: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
+            near32: Near(Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step")),
             e4m3: Rounder::new(&FloatFormat::FP8_E4M3, &sat),
             e2m1: Rounder::new(&FloatFormat::FP4_E2M1, &sat),
             e2m1_32: Rounder::new(&FloatFormat::FP4_E2M1, &sat),
@@ -264,8 +279,16 @@ impl Ctx {
     }
 
     /// Whole blocks of 16: every block scale first (one E4M3 rounding call for the item),
-    /// then one vector pass of divide (seed) or multiply (torchao), round, code and value
-    /// ([`fused::blocks`]); blocks whose scale is zero (seed) are rewritten afterwards.
+    /// then one vector pass of scale, round, code and value ([`fused::blocks`]); blocks whose
+    /// scale is zero (seed) are rewritten afterwards.
+    ///
+    /// The seed's element is `E2M1(RN64(x / s))` with `s = s_b · g` exact in binary64 (at most
+    /// 28 significant bits). For binary32 `x` that equals `E2M1(x / s)` of the exact quotient:
+    /// a midpoint `μ` of E2M1 (at most 3 bits) has `μ · s` exact, so `x ≠ μ · s` puts `x / s`
+    /// at least `2^−31 · μ` from `μ`, far beyond the `2^−53` that `RN64` moves it. The pass
+    /// therefore multiplies by `RN32(1/s)` in binary32 lanes (relative error below `2^−22`)
+    /// and flags every element within a safe distance of a midpoint ([`fused::Near`]); a work
+    /// item with one flagged element is done again by binary64 division.
     #[inline(always)]
     fn rows_fused<I: Float, O: Float>(
         &self,
@@ -294,39 +317,80 @@ impl Ctx {
                 fac32_h.resize(nblk, 0.0);
                 (&mut arg_h, &mut fac_h, &mut sc_h, &mut fac32_h)
             };
-        for (a, blk) in arg.iter_mut().zip(x.chunks_exact(BLOCK)) {
-            // (the barrier keeps the compiler from vectorising this loop across blocks with
-            // gathers, slower than the per-block vector maximum)
-            let bmax = I::from_bits(std::hint::black_box(fused::max_abs_bits(blk))).to_f64();
-            *a = match self.conv {
-                Convention::Seed => (bmax / 6.0) / self.g,
-                Convention::Torchao => {
-                    (((bmax as f32) / 6.0f32) / self.g as f32).clamp(2f32.powi(-6), 448.0) as f64
-                }
-            };
+        let (mut bm_s, mut bm_h) = ([<I::Bits as Word>::ZERO; STACK], vec![]);
+        let bm = if nblk <= STACK {
+            &mut bm_s[..nblk]
+        } else {
+            bm_h.resize(nblk, <I::Bits as Word>::ZERO);
+            &mut bm_h[..]
+        };
+        fused::block_maxima(x, BLOCK, bm);
+        let (g, g32) = (self.g, self.g as f32);
+        let bmax = bm.iter().map(|&m| I::from_bits(m).to_f64());
+        match self.conv {
+            Convention::Seed => arg
+                .iter_mut()
+                .zip(bmax)
+                .for_each(|(a, m)| *a = (m / 6.0) / g),
+            Convention::Torchao => arg.iter_mut().zip(bmax).for_each(|(a, m)| {
+                *a = (((m as f32) / 6.0f32) / g32).clamp(2f32.powi(-6), 448.0) as f64
+            }),
         }
         self.e4m3.encode(arg, s, 0);
-        let g32 = self.g as f32;
+        let inv_g32 = 1.0f32 / g32;
         for k in 0..nblk {
-            let scale = self.e4m3_vals[s[k] as usize] * self.g;
+            let e = self.e4m3_vals[s[k] as usize];
+            let scale = e * g;
             // ±0 · sc keeps the sign of zero; a non-positive scale is rewritten below
             sc[k] = if scale > 0.0 { scale } else { 0.0 };
             fac[k] = if scale > 0.0 { scale } else { 1.0 };
-            fac32[k] = (1.0f32 / g32) / self.e4m3_vals[s[k] as usize] as f32;
+            fac32[k] = match self.conv {
+                Convention::Seed => (1.0 / fac[k]) as f32,
+                Convention::Torchao => inv_g32 / e as f32,
+            };
         }
+        // values in binary32 lanes by a split scale where that is exact
+        let mut sp_s = [Split::default(); STACK];
+        let mut sp_h = vec![];
+        let sp = if nblk <= STACK {
+            &mut sp_s[..nblk]
+        } else {
+            sp_h.resize(nblk, Split::default());
+            &mut sp_h[..]
+        };
+        let split_ok = O::MANT == f32::MANT
+            && !v.is_empty()
+            && sp
+                .iter_mut()
+                .zip(sc.iter())
+                .all(|(p, &s)| match Split::new(s, 2) {
+                    Some(q) => {
+                        *p = q;
+                        true
+                    }
+                    None => false,
+                });
+        let f = Factors {
+            fac,
+            fac32,
+            sc,
+            split: split_ok.then_some(&sp[..]),
+        };
         let mut st = BlockStatus::default();
         match self.conv {
             Convention::Seed => {
-                (st.saturated, st.flushed) = fused::blocks::<f64, I, f64, O, _, true>(
-                    &self.fused64,
-                    x,
-                    BLOCK,
-                    fac,
-                    sc,
-                    v,
-                    c,
-                );
-                for k in (0..nblk).filter(|&k| sc[k] == 0.0) {
+                let mut fast = I::MANT == f32::MANT && f.fac32.iter().all(|f| f.is_normal());
+                // one pass in binary32 lanes, or (near a tie, or for binary64 inputs) by division
+                let mut near = false;
+                if fast {
+                    (st.saturated, st.flushed, near) =
+                        self.seed_pass(true, &f, x, 0..x.len(), v, c);
+                }
+                if near || !fast {
+                    fast = false;
+                    (st.saturated, st.flushed, _) = self.seed_pass(false, &f, x, 0..x.len(), v, c);
+                }
+                for k in (0..nblk).filter(|&k| f.sc[k] == 0.0) {
                     let r = k * BLOCK..(k + 1) * BLOCK;
                     // take back what the pass counted, then codes 0 and +0 values
                     let vk = if v.is_empty() {
@@ -334,15 +398,8 @@ impl Ctx {
                     } else {
                         &mut v[r.clone()]
                     };
-                    let (sat, fl) = fused::blocks::<f64, I, f64, O, _, true>(
-                        &self.fused64,
-                        &x[r.clone()],
-                        BLOCK,
-                        &fac[k..k + 1],
-                        &sc[k..k + 1],
-                        vk,
-                        &mut c[r.clone()],
-                    );
+                    let (sat, fl, _) =
+                        self.seed_pass(fast, &f, x, r.clone(), vk, &mut c[r.clone()]);
                     st.saturated -= sat;
                     st.flushed -= fl;
                     st.flushed += x[r.clone()].iter().filter(|e| e.to_f64() != 0.0).count() as u64;
@@ -353,18 +410,68 @@ impl Ctx {
                 }
             }
             Convention::Torchao => {
-                (st.saturated, st.flushed) = fused::blocks::<f32, I, f64, O, _, false>(
-                    &self.fused32,
-                    x,
-                    BLOCK,
-                    fac32,
-                    sc,
-                    v,
-                    c,
-                );
+                (st.saturated, st.flushed, _) = match f.split {
+                    Some(sp) => fused::blocks::<f32, I, Split, O, _, false>(
+                        &self.fused32,
+                        x,
+                        BLOCK,
+                        f.fac32,
+                        sp,
+                        v,
+                        c,
+                    ),
+                    None => fused::blocks::<f32, I, f64, O, _, false>(
+                        &self.fused32,
+                        x,
+                        BLOCK,
+                        f.fac32,
+                        f.sc,
+                        v,
+                        c,
+                    ),
+                };
             }
         }
         st
+    }
+
+    /// The seed's pass over the elements `r` of `x` (whole blocks): in binary32 lanes with
+    /// the near-tie flag when `fast`, else by binary64 division.
+    #[inline(always)]
+    fn seed_pass<I: Float, O: Float>(
+        &self,
+        fast: bool,
+        f: &Factors,
+        x: &[I],
+        r: std::ops::Range<usize>,
+        v: &mut [O],
+        c: &mut [u8],
+    ) -> (u64, u64, bool) {
+        let (blks, xs) = (r.start / BLOCK..r.end / BLOCK, &x[r]);
+        let (fac32, sc) = (&f.fac32[blks.clone()], &f.sc[blks.clone()]);
+        match (fast, f.split) {
+            (true, Some(sp)) => fused::blocks::<f32, I, Split, O, _, false>(
+                &self.near32,
+                xs,
+                BLOCK,
+                fac32,
+                &sp[blks],
+                v,
+                c,
+            ),
+            (true, None) => {
+                fused::blocks::<f32, I, f64, O, _, false>(&self.near32, xs, BLOCK, fac32, sc, v, c)
+            }
+            (false, _) => fused::blocks::<f64, I, f64, O, _, true>(
+                &self.fused64,
+                xs,
+                BLOCK,
+                &f.fac[blks],
+                sc,
+                v,
+                c,
+            ),
+        }
     }
 
     /// Whole rows of `seg` elements; blocks of 16 along each row, the last one partial. Every
@@ -604,6 +711,25 @@ mod tests {
             );
         }
         assert_eq!(st1, st2, "status, {what}");
+        // block by block: blocks without an exact tie take the binary32 pass (a tie sends
+        // only its own block to the division)
+        let (mut v3, mut c3, mut s3) = (vec![I::default(); n], vec![0u8; n], vec![0u8; n / 16]);
+        let mut st3 = BlockStatus::default();
+        for k in 0..n / BLOCK {
+            let r = k * BLOCK..(k + 1) * BLOCK;
+            st3 += ctx.rows_fused(
+                &x[r.clone()],
+                &mut v3[r.clone()],
+                &mut c3[r],
+                &mut s3[k..k + 1],
+            );
+        }
+        assert_eq!((&s3, &c3), (&s2, &c2), "block by block, {what}");
+        assert!(v3
+            .iter()
+            .zip(&v2)
+            .all(|(a, b)| a.to_f64().to_bits() == b.to_f64().to_bits()));
+        assert_eq!(st3, st2, "block by block status, {what}");
         assert!(
             s1.contains(&0) || conv == Convention::Torchao,
             "a zero scale, {what}"

@@ -80,22 +80,28 @@ impl<T: Element> Terms<T> for Plain<'_, T> {
     }
 }
 
-/// `|x_i × a × b|² × w_i`, with `a × b = 2^-e` applied as two exact-then-rounded products.
-struct Squares<'a, T: Element> {
+/// `|x_i × a × b|² × w_i`, with `a × b = 2^-e` applied as two exact-then-rounded products
+/// (`TWO`), or as one when `b = 1` (the same bits: `× 1` is exact), the common case.
+struct Squares<'a, T: Element, const TWO: bool> {
     values: &'a [T],
     weights: Option<&'a [T::Real]>,
     a: T::Real,
     b: T::Real,
 }
 
-impl<T: Element> Squares<'_, T> {
+impl<T: Element, const TWO: bool> Squares<'_, T, TWO> {
     #[inline(always)]
     fn square(&self, x: T) -> T::Real {
-        x.mul_real(self.a).mul_real(self.b).norm_sqr()
+        let y = x.mul_real(self.a);
+        if TWO {
+            y.mul_real(self.b).norm_sqr()
+        } else {
+            y.norm_sqr()
+        }
     }
 }
 
-impl<T: Element> Terms<T::Real> for Squares<'_, T> {
+impl<T: Element, const TWO: bool> Terms<T::Real> for Squares<'_, T, TWO> {
     #[inline(always)]
     fn term(&self, i: usize) -> T::Real {
         let s = self.square(self.values[i]);
@@ -759,23 +765,36 @@ pub fn scaled_square_sum<T: Element>(
     // sum at the block exponent, as two passes would give.
     let mut leaves = Vec::new();
     tree_leaves(0, n.next_power_of_two(), n, &mut leaves);
-    let squares = |e: i32| {
+    let leaf_sum = |lo: usize, w: usize, e: i32| {
         // -e is within [-MAX_EXP, -MIN_SUB_EXP], which pow2_pair always splits
         let (a, b) = pow2_pair::<T::Real>(-e).expect("a block exponent's inverse is two powers");
-        Squares {
-            values,
-            weights,
-            a,
-            b,
+        if b == T::Real::ONE {
+            let src = Squares::<T, false> {
+                values,
+                weights,
+                a,
+                b,
+            };
+            dispatch(FullTree {
+                src: &src,
+                lo,
+                w,
+                _t: PhantomData,
+            })
+        } else {
+            let src = Squares::<T, true> {
+                values,
+                weights,
+                a,
+                b,
+            };
+            dispatch(FullTree {
+                src: &src,
+                lo,
+                w,
+                _t: PhantomData,
+            })
         }
-    };
-    let leaf_sum = |lo: usize, w: usize, e: i32| {
-        dispatch(FullTree {
-            src: &squares(e),
-            lo,
-            w,
-            _t: PhantomData,
-        })
     };
     let seen = AtomicU64::new(0);
     let first = |&(lo, w): &(usize, usize)| {
