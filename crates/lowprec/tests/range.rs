@@ -796,3 +796,29 @@ fn soliton_runs_agree_across_units_and_refuse_bad_problems() {
     )
     .is_err());
 }
+
+/// The one-read scaled square sum (leaf maxima and sums at a guessed exponent, redone where
+/// the guess was short) gives the bits of the two-pass order: the block exponent first, then
+/// the pairwise sum of the scaled squares, with magnitudes growing along the buffer so that
+/// most leaves guess too low.
+#[test]
+fn scaled_square_sum_equals_the_two_pass_order() {
+    let mut s = 41u64;
+    let mut uniform = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 40) as f32 / (1u64 << 24) as f32
+    };
+    for n in [3usize, 2048, 2049, 70_001, (1 << 19) + 77] {
+        let x: Vec<f32> = (0..n)
+            .map(|i| (uniform() - 0.5) * 2f32.powf(i as f32 * 60.0 / n as f32 - 30.0))
+            .collect();
+        let e = block_exponent(&x).unwrap();
+        let a = 2f32.powi(-e);
+        let squares: Vec<f32> = x.iter().map(|&v| (v * a) * (v * a)).collect();
+        let want = pairwise_sum(&squares) as f64 * 2f64.powi(2 * e);
+        let got = scaled_square_sum(&x, None).unwrap();
+        assert_eq!(got.to_bits(), want.to_bits(), "n = {n}");
+    }
+}

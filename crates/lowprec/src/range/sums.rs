@@ -56,6 +56,10 @@ const LEAF: usize = 256;
 /// The largest full subtree summed by one dispatched kernel.
 const CHUNK: usize = 1 << 14;
 
+/// The leaves of `scaled_square_sum`: small enough that the pass for the largest magnitude
+/// leaves the leaf in the first-level cache for the pass that sums it (8 KiB of binary32).
+const SQUARE_LEAF: usize = 1 << 11;
+
 /// A sequence of terms read by the tree: the values themselves, or their scaled squares.
 trait Terms<T>: Sync {
     /// Term `i`.
@@ -852,7 +856,7 @@ fn tree_leaves(lo: usize, w: usize, n: usize, out: &mut Vec<(usize, usize)>) {
     if lo >= n {
         return;
     }
-    if lo + w <= n && w <= CHUNK {
+    if lo + w <= n && w <= SQUARE_LEAF {
         out.push((lo, w));
         return;
     }
@@ -865,7 +869,7 @@ fn tree_join<T: Element>(lo: usize, w: usize, n: usize, leaves: &mut impl Iterat
     if lo >= n {
         return T::ZERO;
     }
-    if lo + w <= n && w <= CHUNK {
+    if lo + w <= n && w <= SQUARE_LEAF {
         return leaves.next().expect("one sum per leaf");
     }
     let l = tree_join(lo, w / 2, n, leaves);
