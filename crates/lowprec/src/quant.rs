@@ -17,12 +17,12 @@
 //! value of code 0, which is what dequantizing the codes gives), where the seed keeps −0
 //! from `rint`; every other value agrees with the seed bit for bit.
 //!
-//! Binary32 inputs of at most 8 bits (without the clip search) run each group in binary32
-//! lanes: `y = x ⊗ RN32(1/scale)` is within `2^−22.9` (relative) of `x / scale`, so
-//! `rint(y)` is the seed's `rint(RN64(x / scale))` for every `y` farther than `|y| · 2^−21`
-//! from a half-integer; a group with an element that close is done again in binary64. The
-//! results are the same bits (a unit test compares the two paths on ties and their
-//! neighbours).
+//! At most 8 bits (without the clip search), each group runs in the input's own lanes
+//! (`W` = 23 or 52 stored bits) by a multiplication: `y = x ⊗ RN(1/scale)` is within
+//! `2^−(W−1)` (relative) of `x / scale`, so `rint(y)` is the seed's `rint(RN64(x / scale))`
+//! for every `y` farther than `|y| · 2^−(W−2)` from a half-integer; a group with an element
+//! that close is done again by division. The results are the same bits (a unit test
+//! compares the two paths on ties and their neighbours).
 //!
 //! **Clip search** (`clip = mse`): each group tries the ratios `c = 1.00, 0.99, …, 0.50` (51
 //! candidates) and keeps the one with the smallest sum of squared errors (the largest `c` on
@@ -248,11 +248,11 @@ fn stats<I: Float>(x: &[I], both: bool) -> (f64, f64, f64, bool) {
     (I::from_bits(m).to_f64(), lo, hi, m < inf)
 }
 
-/// One group in binary32 lanes: `y = x ⊗ RN32(1/scale)` carries a relative error below
-/// `2^−22.9`, so `rint(y)` is the seed's `rint(RN64(x / scale))` unless `y` lies within
-/// `|y| · 2^−21` of a half-integer; such a group returns `None` (and is done again in
-/// binary64). Values `RN32(scale · (q − zero))` are formed in binary64 as the seed does.
-/// Returns `(clipped, flushed)`.
+/// One group in the lanes of `I` (`W` stored bits): `y = x ⊗ RN(1/scale)` carries a
+/// relative error below `2^−(W−1)`, so `rint(y)` is the seed's `rint(RN64(x / scale))`
+/// unless `y` lies within `|y| · 2^−(W−2)` of a half-integer; such a group returns `None`
+/// (and is done again by division). Values `scale · (q − zero)` are formed in binary64 as
+/// the seed does, then rounded to `I`. Returns `(clipped, flushed)`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn group_lanes<I: Float>(
@@ -274,7 +274,8 @@ fn group_lanes<I: Float>(
     ));
     let abs = |a: I| I::from_bits(a.to_bits() & !sign);
     let (z, lo, hi) = (I::from_f64(zero), I::from_f64(qmin), I::from_f64(qmax));
-    let (half, tol) = (I::from_f64(0.5), I::from_f64(crate::format::pow2(-21)));
+    let tol = I::from_f64(crate::format::pow2(2 - I::MANT as i32));
+    let half = I::from_f64(0.5);
     let one = |xi: I| {
         let y = xi.mul(r);
         let t = y.add(magic).sub(magic);
@@ -402,6 +403,23 @@ pub fn quantize_int_into<I: Float>(
     zeros: &mut [f64],
     clips: &mut [f64],
 ) -> Result<(u64, u64)> {
+    quantize_groups(x, row_len, o, values, q, scales, zeros, clips, true)
+}
+
+/// [`quantize_int_into`], with the lane path (`lanes`) or binary64 division throughout
+/// (the tests' reference).
+#[allow(clippy::too_many_arguments)]
+fn quantize_groups<I: Float>(
+    x: &[I],
+    row_len: usize,
+    o: &IntOptions,
+    values: &mut [I],
+    q: &mut [i32],
+    scales: &mut [f64],
+    zeros: &mut [f64],
+    clips: &mut [f64],
+    lanes: bool,
+) -> Result<(u64, u64)> {
     let glen = o.group_len(x.len(), row_len)?;
     let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
     if values.len() != x.len()
@@ -434,6 +452,7 @@ pub fn quantize_int_into<I: Float>(
         .map(|(((x, v), q), ((s, z), cl))| {
             crate::simd::dispatch(Groups {
                 o,
+                lanes,
                 glen,
                 x,
                 v,
@@ -457,6 +476,8 @@ pub fn quantize_int_into<I: Float>(
 /// One work item of integer quantization, compiled for the best instruction set.
 struct Groups<'a, I: Float> {
     o: &'a IntOptions,
+    /// Whether groups may take [`group_lanes`].
+    lanes: bool,
     glen: usize,
     x: &'a [I],
     v: &'a mut [I],
@@ -473,6 +494,7 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
     fn run(self) -> (u64, u64, u64) {
         let Groups {
             o,
+            lanes,
             glen,
             x,
             v,
@@ -484,9 +506,9 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
         let (qmin, qmax) = o.range();
         let mut buf = vec![0f64; glen];
         let (mut clipped, mut flushed, mut bad) = (0u64, 0u64, 0u64);
-        // binary32 inputs of at most 8 bits without the clip search: binary32 lanes, each
-        // group while it is in cache (a first pass for every scale of the item is slower)
-        let lanes = I::MANT == f32::MANT && o.bits <= 8 && !matches!(o.clip, Clip::Mse);
+        // at most 8 bits without the clip search: the input's lanes, each group while it is
+        // in cache (a first pass for every scale of the item is slower)
+        let lanes = lanes && o.bits <= 8 && !matches!(o.clip, Clip::Mse);
         let c_lanes = match o.clip {
             Clip::Ratio(c) => c,
             _ => 1.0,
@@ -594,11 +616,49 @@ mod tests {
         x
     }
 
-    /// The binary32-lane path equals the binary64 path (binary64 inputs of the same values,
-    /// the seed's arithmetic) bit for bit: codes, scales, zero points, counts, and values
-    /// rounded once to binary32.
+    /// The lane path equals division (binary32 and binary64 inputs), and binary32 inputs
+    /// equal binary64 inputs of the same values (the seed's arithmetic), bit for bit: codes,
+    /// scales, zero points, counts, and values (rounded once to binary32).
     #[test]
-    fn binary32_lanes_equal_the_binary64_path() {
+    fn lanes_equal_division_and_binary32_equals_binary64() {
+        fn run<I: Float>(x: &[I], row: usize, o: &IntOptions, lanes: bool) -> IntQuantized<I> {
+            let groups = x.len() / o.group_len(x.len(), row).unwrap();
+            let mut out = IntQuantized {
+                values: vec![I::default(); x.len()],
+                q: vec![0; x.len()],
+                scales: vec![0.0; groups],
+                zeros: vec![0.0; groups],
+                clips: vec![0.0; groups],
+                clipped: 0,
+                flushed: 0,
+            };
+            (out.clipped, out.flushed) = quantize_groups(
+                x,
+                row,
+                o,
+                &mut out.values,
+                &mut out.q,
+                &mut out.scales,
+                &mut out.zeros,
+                &mut out.clips,
+                lanes,
+            )
+            .unwrap();
+            out
+        }
+        fn same<I: Float, J: Float>(a: &IntQuantized<I>, b: &IntQuantized<J>, what: &str) {
+            let first = a.q.iter().zip(&b.q).position(|(p, q)| p != q);
+            assert_eq!(first, None, "first differing code, {what}");
+            assert_eq!(a.scales, b.scales, "scales, {what}");
+            assert_eq!(a.zeros, b.zeros, "zeros, {what}");
+            assert_eq!((a.clipped, a.flushed), (b.clipped, b.flushed), "{what}");
+            let first = a
+                .values
+                .iter()
+                .zip(&b.values)
+                .position(|(p, q)| p.to_bits() != I::from_f64(q.to_f64()).to_bits());
+            assert_eq!(first, None, "first differing value, {what}");
+        }
         let maps = [
             Mapping::Symmetric,
             Mapping::SymmetricFull,
@@ -608,6 +668,12 @@ mod tests {
             let row = glen * 4;
             let x = data(row * 24, glen, seed);
             let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+            // binary64 neighbours of the binary32 ties: up to two ulps above
+            let y64: Vec<f64> = x64
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| f64::from_bits(v.to_bits().wrapping_add((i % 3) as u64)))
+                .collect();
             for bits in [2, 4, 8] {
                 for mapping in maps {
                     for clip in [Clip::None, Clip::Ratio(0.9)] {
@@ -617,17 +683,18 @@ mod tests {
                             granularity: Granularity::Group(glen),
                             ..IntOptions::new(bits)
                         };
-                        let a = quantize_int(&x, row, &o).unwrap();
-                        let b = quantize_int(&x64, row, &o).unwrap();
                         let what = format!("{bits} bits {mapping:?} {clip:?} group {glen}");
-                        let first = a.q.iter().zip(&b.q).position(|(p, q)| p != q);
-                        assert_eq!(first, None, "first differing code, {what}");
-                        assert_eq!(a.scales, b.scales, "scales, {what}");
-                        assert_eq!(a.zeros, b.zeros, "zeros, {what}");
-                        assert_eq!((a.clipped, a.flushed), (b.clipped, b.flushed), "{what}");
-                        for (i, (&va, &vb)) in a.values.iter().zip(&b.values).enumerate() {
-                            assert_eq!(va.to_bits(), (vb as f32).to_bits(), "value {i}, {what}");
-                        }
+                        let a = run(&x, row, &o, true);
+                        same(&a, &run(&x, row, &o, false), &format!("f32 lanes, {what}"));
+                        let b = run(&x64, row, &o, true);
+                        same(
+                            &b,
+                            &run(&x64, row, &o, false),
+                            &format!("f64 lanes, {what}"),
+                        );
+                        same(&a, &b, &format!("f32 against f64, {what}"));
+                        let c = run(&y64, row, &o, true);
+                        same(&c, &run(&y64, row, &o, false), &format!("f64 ulps, {what}"));
                     }
                 }
             }
