@@ -20,8 +20,8 @@
 //! At most 8 bits (without the clip search), each group runs in the input's own lanes
 //! (`W` = 23 or 52 stored bits) by a multiplication: `y = x ⊗ RN(1/scale)` is within
 //! `2^−(W−1)` (relative) of `x / scale`, so `rint(y)` is the seed's `rint(RN64(x / scale))`
-//! for every `y` farther than `|y| · 2^−(W−2)` from a half-integer; a group with an element
-//! that close is done again by division. The results are the same bits (a unit test
+//! for every `y` farther than `|y| · 2^−(W−2)` from a half-integer; a piece of 256 elements
+//! with one that close is done again by division. The results are the same bits (a unit test
 //! compares the two paths on ties and their neighbours).
 //!
 //! **Clip search** (`clip = mse`): each group tries the ratios `c = 1.00, 0.99, …, 0.50` (51
@@ -250,9 +250,9 @@ fn stats<I: Float>(x: &[I], both: bool) -> (f64, f64, f64, bool) {
 
 /// One group in the lanes of `I` (`W` stored bits): `y = x ⊗ RN(1/scale)` carries a
 /// relative error below `2^−(W−1)`, so `rint(y)` is the seed's `rint(RN64(x / scale))`
-/// unless `y` lies within `|y| · 2^−(W−2)` of a half-integer; such a group returns `None`
-/// (and is done again by division). Values `scale · (q − zero)` are formed in binary64 as
-/// the seed does, then rounded to `I`. Returns `(clipped, flushed)`.
+/// unless `y` lies within `|y| · 2^−(W−2)` of a half-integer; a piece of 256 elements with
+/// one that close is done again by division. Values `scale · (q − zero)` are formed in
+/// binary64 as the seed does, then rounded to `I`. Returns `(clipped, flushed)`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn group_lanes<I: Float>(
@@ -264,7 +264,7 @@ fn group_lanes<I: Float>(
     qmin: f64,
     qmax: f64,
     r: I,
-) -> Option<(u64, u64)> {
+) -> (u64, u64) {
     use crate::round::types::Word;
     const L: usize = 16;
     let magic = I::from_f64(1.5 * crate::format::pow2(I::MANT as i32));
@@ -293,35 +293,70 @@ fn group_lanes<I: Float>(
         let flushed = val.to_f64() == 0.0 && xi.to_f64() != 0.0;
         (code, val, (qc != rr) as u32, flushed as u32, near)
     };
-    let (mut clipped, mut flushed, mut near) = ([0u32; L], [0u32; L], [false; L]);
-    let mut tail = (0u32, 0u32, false);
+    // the seed's formula, by division, for the vectors with an element near a half-integer
+    let exact = |xi: I| {
+        let xv = xi.to_f64();
+        let rr = (xv / scale).round_ties_even() + zero;
+        let qc = rr.clamp(qmin, qmax);
+        let val = scale * (qc - zero);
+        let flushed = val == 0.0 && xv != 0.0;
+        (
+            qc as i32,
+            I::from_f64(val),
+            (qc != rr) as u32,
+            flushed as u32,
+        )
+    };
+    let (mut clipped, mut flushed) = ([0u32; L], [0u32; L]);
+    let mut tail = (0u32, 0u32);
     let (xs, xr) = x.split_at(x.len() / L * L);
-    for ((xa, va), qa) in xs
-        .chunks_exact(L)
-        .zip(v.chunks_exact_mut(L))
-        .zip(q.chunks_exact_mut(L))
+    // pieces of 16 vectors: one test of the near flags per piece
+    const PIECE: usize = 16 * L;
+    for ((xp, vp), qp) in xs
+        .chunks(PIECE)
+        .zip(v.chunks_mut(PIECE))
+        .zip(q.chunks_mut(PIECE))
     {
+        let (mut cls, mut fls, mut near) = ([0u32; L], [0u32; L], [false; L]);
+        for ((xa, va), qa) in xp
+            .chunks_exact(L)
+            .zip(vp.chunks_exact_mut(L))
+            .zip(qp.chunks_exact_mut(L))
+        {
+            for i in 0..L {
+                let (code, val, cl, fl, nr) = one(xa[i]);
+                qa[i] = code;
+                va[i] = val;
+                cls[i] += cl;
+                fls[i] += fl;
+                near[i] |= nr;
+            }
+        }
+        if near.iter().any(|&n| n) {
+            for ((&xi, vi), qi) in xp.iter().zip(vp.iter_mut()).zip(qp.iter_mut()) {
+                let (code, val, cl, fl) = exact(xi);
+                (*qi, *vi) = (code, val);
+                tail = (tail.0 + cl, tail.1 + fl);
+            }
+            continue;
+        }
         for i in 0..L {
-            let (code, val, cl, fl, nr) = one(xa[i]);
-            qa[i] = code;
-            va[i] = val;
-            clipped[i] += cl;
-            flushed[i] += fl;
-            near[i] |= nr;
+            clipped[i] += cls[i];
+            flushed[i] += fls[i];
         }
     }
     let at = xs.len();
     for (i, &xi) in xr.iter().enumerate() {
-        let (code, val, cl, fl, nr) = one(xi);
+        let (mut code, mut val, mut cl, mut fl, nr) = one(xi);
+        if nr {
+            (code, val, cl, fl) = exact(xi);
+        }
         q[at + i] = code;
         v[at + i] = val;
-        tail = (tail.0 + cl, tail.1 + fl, tail.2 | nr);
-    }
-    if tail.2 || near.iter().any(|&n| n) {
-        return None;
+        tail = (tail.0 + cl, tail.1 + fl);
     }
     let sum = |a: [u32; L]| a.iter().map(|&v| v as u64).sum::<u64>();
-    Some((sum(clipped) + tail.0 as u64, sum(flushed) + tail.1 as u64))
+    (sum(clipped) + tail.0 as u64, sum(flushed) + tail.1 as u64)
 }
 
 #[inline(always)]
@@ -504,7 +539,9 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
             cl,
         } = self;
         let (qmin, qmax) = o.range();
-        let mut buf = vec![0f64; glen];
+        // (the binary64 copy of a group, allocated only when a group takes the division path:
+        // a per-tensor group is the whole tensor)
+        let mut buf = Vec::new();
         let (mut clipped, mut flushed, mut bad) = (0u64, 0u64, 0u64);
         // at most 8 bits without the clip search: the input's lanes, each group while it is
         // in cache (a first pass for every scale of the item is slower)
@@ -526,14 +563,15 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
                 // |y| stays far below 2^22, where the rounding constant works
                 let fits = r.to_f64().is_normal() && amax * r.to_f64() < 1048576.0;
                 if finite && fits {
-                    let got = group_lanes(xg, vg, qg, g.scale, g.zero, qmin, qmax, r);
-                    if let Some((n_clip, n_flush)) = got {
-                        clipped += n_clip;
-                        flushed += n_flush;
-                        (s[k], z[k], cl[k]) = (g.scale, g.zero, c_lanes);
-                        continue;
-                    }
+                    let (n_clip, n_flush) = group_lanes(xg, vg, qg, g.scale, g.zero, qmin, qmax, r);
+                    clipped += n_clip;
+                    flushed += n_flush;
+                    (s[k], z[k], cl[k]) = (g.scale, g.zero, c_lanes);
+                    continue;
                 }
+            }
+            if buf.len() < xg.len() {
+                buf.resize(xg.len(), 0f64);
             }
             let xs = &mut buf[..xg.len()];
             xs.iter_mut().zip(xg).for_each(|(a, b)| *a = b.to_f64());
@@ -675,15 +713,22 @@ mod tests {
                 .map(|(i, &v)| f64::from_bits(v.to_bits().wrapping_add((i % 3) as u64)))
                 .collect();
             for bits in [2, 4, 8] {
-                for mapping in maps {
+                // (rows and the whole tensor span several pieces of 256 of the lane path)
+                let grans = [
+                    Granularity::Group(glen),
+                    Granularity::Channel,
+                    Granularity::Tensor,
+                ];
+                for (mapping, granularity) in maps.into_iter().flat_map(|m| grans.map(|g| (m, g))) {
                     for clip in [Clip::None, Clip::Ratio(0.9)] {
                         let o = IntOptions {
                             mapping,
                             clip,
-                            granularity: Granularity::Group(glen),
+                            granularity,
                             ..IntOptions::new(bits)
                         };
-                        let what = format!("{bits} bits {mapping:?} {clip:?} group {glen}");
+                        let what =
+                            format!("{bits} bits {mapping:?} {clip:?} {granularity:?} {glen}");
                         let a = run(&x, row, &o, true);
                         same(&a, &run(&x, row, &o, false), &format!("f32 lanes, {what}"));
                         let b = run(&x64, row, &o, true);
