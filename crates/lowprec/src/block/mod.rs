@@ -145,6 +145,22 @@ pub(crate) fn for_items<I: Sync, O: Send>(
     }
 }
 
+/// Per-work-item scratch of `n` entries: the first `n` of `stack` when they fit (no heap
+/// allocation and no large memset per item), else `heap` grown to `n` with `fill`.
+pub(crate) fn scratch<'a, T: Copy>(
+    stack: &'a mut [T],
+    heap: &'a mut Vec<T>,
+    n: usize,
+    fill: T,
+) -> &'a mut [T] {
+    if n <= stack.len() {
+        &mut stack[..n]
+    } else {
+        heap.resize(n, fill);
+        &mut heap[..]
+    }
+}
+
 /// The largest magnitude bits of `x` (a NaN's bits if any element is NaN).
 #[inline(always)]
 fn max_abs_bits<I: crate::Float>(x: &[I]) -> I::Bits {

@@ -481,25 +481,13 @@ impl<I: Float> Ctx<I> {
         let inf_bits = <I::Bits as Word>::from_u64(((2 * I::BIAS as u64) + 1) << I::MANT);
         // per-block factors: on the stack for blocks of 16 or more (no large memset per item)
         const STACK: usize = CHUNK / fused::LANES;
-        let mut inv = [I::default(); STACK];
-        let mut up = [O::default(); STACK];
-        let mut inv_heap = Vec::new();
-        let mut up_heap = Vec::new();
-        let (inv, up): (&mut [I], &mut [O]) = if nb <= STACK {
-            (&mut inv[..nb], &mut up[..nb])
-        } else {
-            inv_heap.resize(nb, I::default());
-            up_heap.resize(nb, O::default());
-            (&mut inv_heap, &mut up_heap)
-        };
-        let mut bm_s = [<I::Bits as Word>::ZERO; STACK];
-        let mut bm_h = Vec::new();
-        let bm = if nb <= STACK {
-            &mut bm_s[..nb]
-        } else {
-            bm_h.resize(nb, <I::Bits as Word>::ZERO);
-            &mut bm_h[..]
-        };
+        let zero = <I::Bits as Word>::ZERO;
+        let (mut inv_s, mut up_s, mut bm_s) =
+            ([I::default(); STACK], [O::default(); STACK], [zero; STACK]);
+        let (mut inv_h, mut up_h, mut bm_h) = (Vec::new(), Vec::new(), Vec::new());
+        let inv = super::scratch(&mut inv_s, &mut inv_h, nb, I::default());
+        let up = super::scratch(&mut up_s, &mut up_h, nb, O::default());
+        let bm = super::scratch(&mut bm_s, &mut bm_h, nb, zero);
         fused::block_maxima(x, b, bm);
         for (k, &amax_bits) in bm.iter().enumerate() {
             if amax_bits >= inf_bits {

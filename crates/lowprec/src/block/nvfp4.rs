@@ -300,30 +300,14 @@ impl Ctx {
         const STACK: usize = CHUNK / BLOCK;
         let nblk = s.len();
         let (mut arg_s, mut fac_s, mut sc_s) = ([0f64; STACK], [0f64; STACK], [0f64; STACK]);
-        let mut fac32_s = [0f32; STACK];
+        let (mut fac32_s, mut bm_s) = ([0f32; STACK], [<I::Bits as Word>::ZERO; STACK]);
         let (mut arg_h, mut fac_h, mut sc_h, mut fac32_h) = (vec![], vec![], vec![], vec![]);
-        let (arg, fac, sc, fac32): (&mut [f64], &mut [f64], &mut [f64], &mut [f32]) =
-            if nblk <= STACK {
-                (
-                    &mut arg_s[..nblk],
-                    &mut fac_s[..nblk],
-                    &mut sc_s[..nblk],
-                    &mut fac32_s[..nblk],
-                )
-            } else {
-                arg_h.resize(nblk, 0.0);
-                fac_h.resize(nblk, 0.0);
-                sc_h.resize(nblk, 0.0);
-                fac32_h.resize(nblk, 0.0);
-                (&mut arg_h, &mut fac_h, &mut sc_h, &mut fac32_h)
-            };
-        let (mut bm_s, mut bm_h) = ([<I::Bits as Word>::ZERO; STACK], vec![]);
-        let bm = if nblk <= STACK {
-            &mut bm_s[..nblk]
-        } else {
-            bm_h.resize(nblk, <I::Bits as Word>::ZERO);
-            &mut bm_h[..]
-        };
+        let mut bm_h = vec![];
+        let arg = super::scratch(&mut arg_s, &mut arg_h, nblk, 0.0);
+        let fac = super::scratch(&mut fac_s, &mut fac_h, nblk, 0.0);
+        let sc = super::scratch(&mut sc_s, &mut sc_h, nblk, 0.0);
+        let fac32 = super::scratch(&mut fac32_s, &mut fac32_h, nblk, 0.0);
+        let bm = super::scratch(&mut bm_s, &mut bm_h, nblk, <I::Bits as Word>::ZERO);
         fused::block_maxima(x, BLOCK, bm);
         let (g, g32) = (self.g, self.g as f32);
         let bmax = bm.iter().map(|&m| I::from_bits(m).to_f64());
@@ -350,14 +334,8 @@ impl Ctx {
             };
         }
         // values in binary32 lanes by a split scale where that is exact
-        let mut sp_s = [Split::default(); STACK];
-        let mut sp_h = vec![];
-        let sp = if nblk <= STACK {
-            &mut sp_s[..nblk]
-        } else {
-            sp_h.resize(nblk, Split::default());
-            &mut sp_h[..]
-        };
+        let (mut sp_s, mut sp_h) = ([Split::default(); STACK], vec![]);
+        let sp = super::scratch(&mut sp_s, &mut sp_h, nblk, Split::default());
         let split_ok = O::MANT == f32::MANT
             && !v.is_empty()
             && sp

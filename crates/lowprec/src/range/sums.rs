@@ -773,31 +773,9 @@ pub fn scaled_square_sum<T: Element>(
         // -e is within [-MAX_EXP, -MIN_SUB_EXP], which pow2_pair always splits
         let (a, b) = pow2_pair::<T::Real>(-e).expect("a block exponent's inverse is two powers");
         if b == T::Real::ONE {
-            let src = Squares::<T, false> {
-                values,
-                weights,
-                a,
-                b,
-            };
-            dispatch(FullTree {
-                src: &src,
-                lo,
-                w,
-                _t: PhantomData,
-            })
+            square_leaf::<T, false>(values, weights, a, b, lo, w)
         } else {
-            let src = Squares::<T, true> {
-                values,
-                weights,
-                a,
-                b,
-            };
-            dispatch(FullTree {
-                src: &src,
-                lo,
-                w,
-                _t: PhantomData,
-            })
+            square_leaf::<T, true>(values, weights, a, b, lo, w)
         }
     };
     let seen = AtomicU64::new(0);
@@ -837,6 +815,29 @@ pub fn scaled_square_sum<T: Element>(
     let mut sums = parts.iter().map(|p| p.2);
     let total = tree_join(0, n.next_power_of_two(), n, &mut sums);
     Ok(total.to_f64().scale(2 * e))
+}
+
+/// The sum of the squares `[lo, lo + w)` scaled by `a × b` (one product unless `TWO`).
+fn square_leaf<T: Element, const TWO: bool>(
+    values: &[T],
+    weights: Option<&[T::Real]>,
+    a: T::Real,
+    b: T::Real,
+    lo: usize,
+    w: usize,
+) -> T::Real {
+    let src = Squares::<T, TWO> {
+        values,
+        weights,
+        a,
+        b,
+    };
+    dispatch(FullTree {
+        src: &src,
+        lo,
+        w,
+        _t: PhantomData,
+    })
 }
 
 /// The largest magnitude of a slice ([`Element::max_magnitude`]).
