@@ -52,10 +52,6 @@ pub(crate) struct Elem<I: Float> {
     sign_out: I::Bits,
     /// The element's magnitude bits (to count flushed elements).
     mag_mask: u8,
-    /// `m + 1`: from `a`'s exponent field to that of half the element's quantum.
-    half_off: I::Bits,
-    /// `m + 1 + (I::MANT − m − 4)`: to that of the near-tie tolerance (see [`Near`]).
-    tol_off: I::Bits,
 }
 
 impl<I: Float> Elem<I> {
@@ -89,23 +85,12 @@ impl<I: Float> Elem<I> {
             sign_in: w(<I::Bits as Word>::BITS as i64 - 1),
             sign_out: w(f.bits() as i64 - 1),
             mag_mask: (f.max_code() & !f.sign_mask()) as u8,
-            half_off: w(m as i64 + 1),
-            tol_off: w(I::MANT as i64 - 3),
         })
     }
 
     /// Round `y` (not NaN) to nearest even with saturation: `(code, signed value, saturated)`.
-    #[cfg(test)]
-    pub(crate) fn round(&self, y: I) -> (u8, I, bool) {
-        let (code, value, saturated, _) = self.round_checked::<false>(y);
-        (code, value, saturated)
-    }
-
-    /// [`Elem::round`], and with `NEAR` whether `|y|` lies within `2^(e−m−1−(W−m−4))` of a
-    /// midpoint between two neighbours of the element grid (`e` = `|y|`'s clamped binade):
-    /// a rounding that could go the other way if `y` were off by `2^−(W−1)` relative.
     #[inline(always)]
-    pub(crate) fn round_checked<const NEAR: bool>(&self, y: I) -> (u8, I, bool, bool) {
+    pub(crate) fn round(&self, y: I) -> (u8, I, bool) {
         let mant = <I::Bits as Word>::from_u64(I::MANT as u64);
         let yb = y.to_bits();
         let sign_bit = <I::Bits as Word>::ONE.shl(self.sign_in);
@@ -114,14 +99,6 @@ impl<I: Float> Elem<I> {
         let magic = I::from_bits((field + self.shift).shl(mant));
         let a = I::from_bits(ab);
         let r = a.add(magic).sub(magic);
-        let near = NEAR && {
-            // |a − r| is exact; it is half a quantum at a midpoint
-            let abs = !sign_bit;
-            let half = I::from_bits((field - self.half_off).shl(mant));
-            let tol = I::from_bits((field - self.tol_off).shl(mant));
-            let d = I::from_bits(a.sub(r).to_bits() & abs);
-            I::from_bits(d.sub(half).to_bits() & abs) <= tol
-        };
         let saturated = r > self.max;
         let r = if saturated { self.max } else { r };
         let small = r < self.h;
@@ -132,7 +109,28 @@ impl<I: Float> Elem<I> {
         let sign = yb.shr(self.sign_in);
         let code = (mag | sign.shl(self.sign_out)).to_u64() as u8;
         let value = I::from_bits(r.to_bits() | (yb & sign_bit));
-        (code, value, saturated, near)
+        (code, value, saturated)
+    }
+
+    /// Whether `|y|` lies within `2^−t` half quanta of a midpoint between two neighbours
+    /// of the element grid (the quantum of `|y|`'s clamped binade): a rounding that an error
+    /// that small in `y` could turn.
+    #[inline(always)]
+    pub(crate) fn near_midpoint(&self, y: I, t: u32) -> bool {
+        let mant = <I::Bits as Word>::from_u64(I::MANT as u64);
+        let abs = !<I::Bits as Word>::ONE.shl(self.sign_in);
+        let ab = y.to_bits() & abs;
+        let field = ab.shr(mant).max(self.lo).min(self.hi);
+        let magic = I::from_bits((field + self.shift).shl(mant));
+        let a = I::from_bits(ab);
+        let r = a.add(magic).sub(magic);
+        // half a quantum, 2^(e − m − 1), and the tolerance below it
+        let m1 = mant - self.shift + <I::Bits as Word>::ONE;
+        let half = I::from_bits((field - m1).shl(mant));
+        let tol = I::from_bits((field - m1 - <I::Bits as Word>::from_u64(t as u64)).shl(mant));
+        // |a − r| is exact
+        let d = I::from_bits(a.sub(r).to_bits() & abs);
+        I::from_bits(d.sub(half).to_bits() & abs) <= tol
     }
 }
 
@@ -140,9 +138,8 @@ impl<I: Float> Elem<I> {
 pub(crate) trait Step<I: Float>: Copy {
     /// The code bits that hold the magnitude (a code with none of them set is a zero).
     fn mag_mask(&self) -> u8;
-    /// Round one scaled element: `(code, signed value, saturated, near a tie)`; the last is
-    /// always false except for [`Near`].
-    fn round(&self, y: I) -> (u8, I, bool, bool);
+    /// Round one scaled element: `(code, signed value, saturated)`.
+    fn round(&self, y: I) -> (u8, I, bool);
 }
 
 impl<I: Float> Step<I> for Elem<I> {
@@ -151,27 +148,8 @@ impl<I: Float> Step<I> for Elem<I> {
         self.mag_mask
     }
     #[inline(always)]
-    fn round(&self, y: I) -> (u8, I, bool, bool) {
-        self.round_checked::<false>(y)
-    }
-}
-
-/// [`Elem`]'s step that also flags elements near a midpoint of the element grid, for a `y`
-/// that carries a relative error below `2^−(W−1)` (a product with a rounded reciprocal where
-/// the exact quotient is wanted): an element whose `|y|` is at least `2^(e−m−1)·2^−(W−m−4)`
-/// from every midpoint rounds as the exact quotient does, because `|y| < 2^(m+2)` half
-/// quanta, so the error is below half that distance.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Near<I: Float>(pub(crate) Elem<I>);
-
-impl<I: Float> Step<I> for Near<I> {
-    #[inline(always)]
-    fn mag_mask(&self) -> u8 {
-        self.0.mag_mask
-    }
-    #[inline(always)]
-    fn round(&self, y: I) -> (u8, I, bool, bool) {
-        self.0.round_checked::<true>(y)
+    fn round(&self, y: I) -> (u8, I, bool) {
+        Elem::round(self, y)
     }
 }
 
@@ -190,7 +168,7 @@ impl<I: Float> Step<I> for Int8 {
         0xff
     }
     #[inline(always)]
-    fn round(&self, y: I) -> (u8, I, bool, bool) {
+    fn round(&self, y: I) -> (u8, I, bool) {
         let magic = I::from_f64(1.5 * crate::format::pow2(I::MANT as i32));
         let lo = I::from_f64(1.5 * crate::format::pow2(I::MANT as i32) - 128.0);
         let hi = I::from_f64(1.5 * crate::format::pow2(I::MANT as i32) + 127.0);
@@ -205,7 +183,7 @@ impl<I: Float> Step<I> for Int8 {
         let saturated = uc != u;
         let code = uc.to_bits().to_u64() as u8;
         let value = uc.sub(magic).mul(I::from_f64(1.0 / 64.0));
-        (code, value, saturated, false)
+        (code, value, saturated)
     }
 }
 
@@ -288,8 +266,8 @@ pub(crate) fn block_maxima<I: Float>(x: &[I], b: usize, out: &mut [I::Bits]) {
 
 /// Scale, round and write whole blocks of `b` elements: block `k`'s elements become
 /// `y = x ⊗ factor[k]` (or `x ⊘ factor[k]` when `DIV`; in the lane type `I`), then codes, and
-/// values `out_scale[k].apply(r)` ([`Rescale`]; none when `v` is empty). Returns `(saturated, flushed, near)` over every block, `near` when some element
-/// was near a tie for the step (only [`Near`] steps report any).
+/// values `out_scale[k].apply(r)` ([`Rescale`]; none when `v` is empty). Returns
+/// `(saturated, flushed)` over every block.
 ///
 /// One loop nest over the work item with the counts in sixteen lanes, so that the element
 /// step is one straight vector body and the constants stay in registers.
@@ -310,16 +288,15 @@ pub(crate) fn blocks<
     out_scale: &[S],
     v: &mut [O],
     c: &mut [u8],
-) -> (u64, u64, bool) {
+) -> (u64, u64) {
     let e = *e;
     // (named functions, not closures: a closure may be compiled out of line, outside the
     // instruction set that `simd::dispatch` enables, where `mul_add` is a library call)
     let mut lanes = Lanes {
         saturated: [0; LANES],
         flushed: [0; LANES],
-        near: [false; LANES],
     };
-    let mut tail = (0u32, 0u32, false);
+    let mut tail = (0u32, 0u32);
     // `v` is empty when only codes are asked for: the values go to a scratch register
     let values = !v.is_empty();
     let mut sink = [O::default(); LANES];
@@ -358,25 +335,20 @@ pub(crate) fn blocks<
             .enumerate()
         {
             for (j, (&xi, ci)) in xb.iter().zip(cb.iter_mut()).enumerate() {
-                let (code, value, s, fl, nr) = one::<I, X, S, O, E, DIV>(&e, xi, f, os);
+                let (code, value, s, fl) = one::<I, X, S, O, E, DIV>(&e, xi, f, os);
                 *ci = code;
                 if values {
                     v[k * b + j] = value;
                 }
                 tail.0 += s;
                 tail.1 += fl;
-                tail.2 |= nr;
             }
         }
     }
     lanes.saturated[0] += tail.0;
     lanes.flushed[0] += tail.1;
     let sum = |a: [u32; LANES]| a.iter().map(|&v| v as u64).sum::<u64>();
-    (
-        sum(lanes.saturated),
-        sum(lanes.flushed),
-        tail.2 || lanes.near.iter().any(|&n| n),
-    )
+    (sum(lanes.saturated), sum(lanes.flushed))
 }
 
 /// Per-lane counts of [`blocks`] (they stay in registers: every index is a constant after
@@ -384,27 +356,26 @@ pub(crate) fn blocks<
 struct Lanes {
     saturated: [u32; LANES],
     flushed: [u32; LANES],
-    near: [bool; LANES],
 }
 
-/// One element of [`blocks`]: `(code, value, saturated, flushed, near)`.
+/// One element of [`blocks`]: `(code, value, saturated, flushed)`.
 #[inline(always)]
 fn one<I: Float, X: Float, S: Rescale<I, O>, O: Float, E: Step<I>, const DIV: bool>(
     e: &E,
     xi: X,
     f: I,
     os: S,
-) -> (u8, O, u32, u32, bool) {
+) -> (u8, O, u32, u32) {
     let xl = I::from_f64(xi.to_f64());
     let y = if DIV {
         I::from_f64(xl.to_f64() / f.to_f64())
     } else {
         xl.mul(f)
     };
-    let (code, r, s, nr) = e.round(y);
+    let (code, r, s) = e.round(y);
     let value = os.apply(r);
     let flush = code & e.mag_mask() == 0 && xi.to_f64() != 0.0;
-    (code, value, s as u32, flush as u32, nr)
+    (code, value, s as u32, flush as u32)
 }
 
 /// One vector step of [`blocks`]: sixteen elements, their codes and values.
@@ -420,12 +391,11 @@ fn step<I: Float, X: Float, S: Rescale<I, O>, O: Float, E: Step<I>, const DIV: b
     os: S,
 ) {
     for i in 0..LANES {
-        let (code, value, s, fl, nr) = one::<I, X, S, O, E, DIV>(e, xa[i], f, os);
+        let (code, value, s, fl) = one::<I, X, S, O, E, DIV>(e, xa[i], f, os);
         ca[i] = code;
         va[i] = value;
         lanes.saturated[i] += s;
         lanes.flushed[i] += fl;
-        lanes.near[i] |= nr;
     }
 }
 
@@ -499,57 +469,6 @@ mod tests {
                 assert_eq!(v.to_bits(), vals[i].to_bits(), "{name} value of {x:e}");
             }
         }
-    }
-
-    /// Binary32 quotients by a rounded reciprocal with the near-tie flag: wherever an element
-    /// is not flagged, its code, value and saturation equal those of the exact quotient
-    /// (binary64 division, then the binary64 step), for `x` at and beside every E2M1
-    /// midpoint and grid point times NVFP4-like scales `s = e4m3 · g`.
-    #[test]
-    fn unflagged_elements_round_as_the_exact_quotient() {
-        let f = FloatFormat::FP4_E2M1;
-        let near = Near(Elem::<f32>::new(&f).unwrap());
-        let e64 = Elem::<f64>::new(&f).unwrap();
-        let mut next = crate::block::test_bits(7);
-        let points = [
-            0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, 0.5, 1.0, 3.0, 6.0, 9.0,
-        ];
-        let (mut checked, mut flagged) = (0, 0);
-        for _ in 0..3000 {
-            let g =
-                f32::from_bits((next() as u32 & 0x007f_ffff) | ((next() % 200 + 27) as u32) << 23);
-            let e = FloatFormat::FP8_E4M3.decode(1 + next() % 126);
-            let s = e * g as f64;
-            let r32 = (1.0 / s) as f32;
-            if !r32.is_normal() {
-                continue;
-            }
-            for &mu in &points {
-                let x0 = (mu * s) as f32;
-                for d in -3i32..=3 {
-                    let x = f32::from_bits(x0.to_bits().wrapping_add_signed(d));
-                    for x in [x, -x] {
-                        let (c, v, sat, nr) = Step::round(&near, x * r32);
-                        if nr {
-                            flagged += 1;
-                            continue;
-                        }
-                        let (c64, v64, sat64, _) = Step::round(&e64, x as f64 / s);
-                        assert_eq!(
-                            (c, v as f64, sat),
-                            (c64, v64, sat64),
-                            "x = {x:e}, s = {s:e}"
-                        );
-                        checked += 1;
-                    }
-                }
-            }
-        }
-        // (most of these points sit within a few ulps of a midpoint, so most are flagged)
-        assert!(
-            flagged > 1000 && checked > 100_000,
-            "{checked} checked, {flagged} flagged"
-        );
     }
 
     /// A split scale gives `RN32(r · s)` of the exact binary64 product for every E2M1 value.

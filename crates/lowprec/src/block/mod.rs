@@ -5,6 +5,7 @@
 //! length is the `row_len` argument of every function here. A block never spans two rows.
 
 mod fused;
+pub(crate) mod lookup;
 pub mod mx;
 pub mod nvfp4;
 pub mod pack;
@@ -99,7 +100,8 @@ pub(crate) fn rows_of(len: usize, row_len: usize) -> crate::Result<usize> {
 
 /// Run `f` over matching work items of the input and the three outputs (values, codes,
 /// scales): `unit` elements and `unit_blocks` scales per item, in parallel for long inputs.
-/// Empty `values` (codes only) give every item an empty values slice.
+/// `f` also receives the index of the item's first scale. Empty `values` (codes only) give
+/// every item an empty values slice.
 pub(crate) fn for_items<I: Sync, O: Send>(
     x: &[I],
     values: &mut [O],
@@ -107,40 +109,41 @@ pub(crate) fn for_items<I: Sync, O: Send>(
     scales: &mut [u8],
     unit: usize,
     unit_blocks: usize,
-    f: impl Fn(&[I], &mut [O], &mut [u8], &mut [u8]) -> BlockStatus + Sync,
+    f: impl Fn(usize, &[I], &mut [O], &mut [u8], &mut [u8]) -> BlockStatus + Sync,
 ) -> BlockStatus {
     use rayon::prelude::*;
+    let parallel = x.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1;
+    let ub = unit_blocks;
     if values.is_empty() && !x.is_empty() {
-        let g = |((x, c), s): ((&[I], &mut [u8]), &mut [u8])| f(x, &mut [], c, s);
-        return if x.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+        return if parallel {
             x.par_chunks(unit)
                 .zip(codes.par_chunks_mut(unit))
-                .zip(scales.par_chunks_mut(unit_blocks))
-                .map(g)
+                .zip(scales.par_chunks_mut(ub))
+                .enumerate()
+                .map(|(i, ((x, c), s))| f(i * ub, x, &mut [], c, s))
                 .reduce(BlockStatus::default, |a, b| a + b)
         } else {
             x.chunks(unit)
                 .zip(codes.chunks_mut(unit))
-                .zip(scales.chunks_mut(unit_blocks))
-                .map(g)
+                .zip(scales.chunks_mut(ub))
+                .enumerate()
+                .map(|(i, ((x, c), s))| f(i * ub, x, &mut [], c, s))
                 .fold(BlockStatus::default(), |a, b| a + b)
         };
     }
-    if x.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+    if parallel {
         x.par_chunks(unit)
             .zip(values.par_chunks_mut(unit))
-            .zip(
-                codes
-                    .par_chunks_mut(unit)
-                    .zip(scales.par_chunks_mut(unit_blocks)),
-            )
-            .map(|((x, v), (c, s))| f(x, v, c, s))
+            .zip(codes.par_chunks_mut(unit).zip(scales.par_chunks_mut(ub)))
+            .enumerate()
+            .map(|(i, ((x, v), (c, s)))| f(i * ub, x, v, c, s))
             .reduce(BlockStatus::default, |a, b| a + b)
     } else {
         x.chunks(unit)
             .zip(values.chunks_mut(unit))
-            .zip(codes.chunks_mut(unit).zip(scales.chunks_mut(unit_blocks)))
-            .map(|((x, v), (c, s))| f(x, v, c, s))
+            .zip(codes.chunks_mut(unit).zip(scales.chunks_mut(ub)))
+            .enumerate()
+            .map(|(i, ((x, v), (c, s)))| f(i * ub, x, v, c, s))
             .fold(BlockStatus::default(), |a, b| a + b)
     }
 }
@@ -200,6 +203,57 @@ pub(crate) fn max_abs<I: crate::Float>(x: &[I]) -> f64 {
     I::from_bits(m).to_f64()
 }
 
+/// The largest magnitude bits of every block of `b` elements of `x` (`x.len()` a multiple
+/// of `b`), sixteen blocks per entry (the last entry padded with zeros; read them with
+/// `as_flattened`), and of the whole of `x` (a NaN's or an infinity's bits if it holds one):
+/// one pass, in parallel for long inputs, writing the maxima without clearing them first.
+pub(crate) fn block_maxima_and_max<I: crate::Float>(
+    x: &[I],
+    b: usize,
+) -> (Vec<[I::Bits; 16]>, I::Bits) {
+    use crate::round::types::Word;
+    use rayon::prelude::*;
+    /// Sixteen blocks' maxima, compiled for the best instruction set.
+    struct Maxima<'a, I: crate::Float>(&'a [I], usize);
+    impl<I: crate::Float> crate::simd::Kernel for Maxima<'_, I> {
+        type Output = [I::Bits; 16];
+        #[inline(always)]
+        fn run(self) -> [I::Bits; 16] {
+            let mut out = [<I::Bits as Word>::ZERO; 16];
+            let n = self.0.len() / self.1;
+            fused::block_maxima(self.0, self.1, &mut out[..n]);
+            out
+        }
+    }
+    debug_assert!(b > 0 && x.len().is_multiple_of(b));
+    let max = |m: &[I::Bits; 16]| m.iter().fold(<I::Bits as Word>::ZERO, |a, &e| a.max(e));
+    if x.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+        let bm: Vec<[I::Bits; 16]> = x
+            .par_chunks(16 * b)
+            .map(|c| crate::simd::dispatch(Maxima(c, b)))
+            .collect();
+        let m = bm
+            .par_chunks(1 << 10)
+            .map(|c| {
+                c.iter()
+                    .map(max)
+                    .fold(<I::Bits as Word>::ZERO, |a, e| a.max(e))
+            })
+            .reduce(|| <I::Bits as Word>::ZERO, |a, e| a.max(e));
+        (bm, m)
+    } else {
+        let bm: Vec<[I::Bits; 16]> = x
+            .chunks(16 * b)
+            .map(|c| crate::simd::dispatch(Maxima(c, b)))
+            .collect();
+        let m = bm
+            .iter()
+            .map(max)
+            .fold(<I::Bits as Word>::ZERO, |a, e| a.max(e));
+        (bm, m)
+    }
+}
+
 /// The work-item layout of a block conversion: `(unit, unit_blocks, seg)` — elements and
 /// scales per work item, and the length of the segments whose blocks are cut from the
 /// start (one block when rows are whole blocks, so rows may merge; else one row).
@@ -216,13 +270,22 @@ pub(crate) fn layout(row_len: usize, block: usize, chunk: usize) -> (usize, usiz
 /// A block conversion's per-call state: converts whole rows of `seg` elements (blocks cut
 /// from the start of each row) into values, element codes and scale codes.
 pub(crate) trait RowKernel<I: crate::Float, O: crate::Float>: Sync {
-    /// Convert one work item.
-    fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus;
+    /// Convert one work item, whose first scale is scale `at` of the whole conversion.
+    fn rows(
+        &self,
+        at: usize,
+        x: &[I],
+        seg: usize,
+        v: &mut [O],
+        c: &mut [u8],
+        s: &mut [u8],
+    ) -> BlockStatus;
 }
 
 /// One work item, compiled for the best instruction set ([`crate::simd`]).
 struct Item<'a, K, I, O> {
     k: &'a K,
+    at: usize,
     x: &'a [I],
     seg: usize,
     v: &'a mut [O],
@@ -236,7 +299,8 @@ impl<K: RowKernel<I, O>, I: crate::Float, O: crate::Float> crate::simd::Kernel
     type Output = BlockStatus;
     #[inline(always)]
     fn run(self) -> BlockStatus {
-        self.k.rows(self.x, self.seg, self.v, self.c, self.s)
+        self.k
+            .rows(self.at, self.x, self.seg, self.v, self.c, self.s)
     }
 }
 
@@ -253,9 +317,25 @@ pub(crate) fn convert<K: RowKernel<I, O>, I: crate::Float, O: crate::Float>(
     scales: &mut [u8],
 ) -> BlockStatus {
     let (unit, unit_blocks, seg) = layout(row_len, block, chunk);
-    for_items(x, values, codes, scales, unit, unit_blocks, |x, v, c, s| {
-        crate::simd::dispatch(Item { k, x, seg, v, c, s })
-    })
+    for_items(
+        x,
+        values,
+        codes,
+        scales,
+        unit,
+        unit_blocks,
+        |at, x, v, c, s| {
+            crate::simd::dispatch(Item {
+                k,
+                at,
+                x,
+                seg,
+                v,
+                c,
+                s,
+            })
+        },
+    )
 }
 
 /// Deterministic bits for the block modules' unit tests (xorshift64).

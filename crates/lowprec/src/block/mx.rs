@@ -344,7 +344,15 @@ const CHUNK: usize = 4096;
 
 impl<I: Float, O: Float> super::RowKernel<I, O> for Ctx<I> {
     #[inline(always)]
-    fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+    fn rows(
+        &self,
+        _at: usize,
+        x: &[I],
+        seg: usize,
+        v: &mut [O],
+        c: &mut [u8],
+        s: &mut [u8],
+    ) -> BlockStatus {
         if v.is_empty() && !x.is_empty() {
             if seg == self.opts.block {
                 match &self.fused {
@@ -501,8 +509,7 @@ impl<I: Float> Ctx<I> {
             s[k] = (e + 127) as u8;
             (inv[k], up[k]) = (pow2_as::<I>(-e), pow2_as::<O>(e));
         }
-        (st.saturated, st.flushed, _) =
-            fused::blocks::<I, I, O, O, _, false>(el, x, b, inv, up, v, c);
+        (st.saturated, st.flushed) = fused::blocks::<I, I, O, O, _, false>(el, x, b, inv, up, v, c);
         if st.nan_blocks > 0 {
             for k in (0..nb).filter(|&k| s[k] == 0xff) {
                 let r = k * b..(k + 1) * b;
@@ -512,7 +519,7 @@ impl<I: Float> Ctx<I> {
                 } else {
                     &mut v[r.clone()]
                 };
-                let (sat, fl, _) = fused::blocks::<I, I, O, O, _, false>(
+                let (sat, fl) = fused::blocks::<I, I, O, O, _, false>(
                     el,
                     &x[r.clone()],
                     b,

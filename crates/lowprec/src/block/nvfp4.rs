@@ -13,7 +13,8 @@
 //! documents often store its reciprocal `2688 / amax`). In the torchao convention exact E2M1
 //! ties may fall on either side, because the reciprocal is rounded.
 
-use super::fused::{self, Elem, Near, Split};
+use super::fused::{self, Elem, Split};
+use super::lookup;
 use super::{rows_of, BlockStatus};
 use crate::error::{Error, Result};
 use crate::round::types::Word;
@@ -184,7 +185,17 @@ fn convert_into<I: Float, O: Float>(
     codes: &mut [u8],
     scales: &mut [u8],
 ) -> Result<(f32, BlockStatus)> {
-    let amax = super::max_abs(x);
+    // the seed's binary32 path reads every block maximum from this first pass
+    let lookup = opts.convention == Convention::Seed
+        && row_len.is_multiple_of(BLOCK)
+        && (values.is_empty() || O::MANT == f32::MANT);
+    let (amax, bm) = match I::as_f32_slice(x) {
+        Some(x32) if lookup => {
+            let (bm, m) = super::block_maxima_and_max(x32, BLOCK);
+            (f32::from_bits(m) as f64, bm)
+        }
+        _ => (super::max_abs(x), vec![]),
+    };
     if !amax.is_finite() {
         let i = x.iter().position(|v| !v.to_f64().is_finite()).unwrap_or(0);
         return Err(Error::InvalidArgument(format!(
@@ -216,7 +227,8 @@ fn convert_into<I: Float, O: Float>(
         Convention::Seed => (amax / 2688.0) as f32,
         Convention::Torchao => (amax as f32) / 2688.0f32,
     };
-    let ctx = Ctx::new(opts.convention, g as f64);
+    let mut ctx = Ctx::new(opts.convention, g as f64);
+    ctx.lookup = Lookup::new(bm, g as f64, &ctx.e4m3_vals);
     let inner = super::convert(&ctx, x, row_len, BLOCK, CHUNK, values, codes, scales);
     st.saturated = inner.saturated;
     st.flushed = inner.flushed;
@@ -236,14 +248,59 @@ struct Factors<'a> {
     split: Option<&'a [Split]>,
 }
 
+/// The per-call state of the seed's binary32 path ([`Ctx::seed_lookup`]).
+struct Lookup {
+    /// Every block's largest magnitude bits, from the first pass (sixteen per entry).
+    bm: Vec<[u32; 16]>,
+    /// `RN64(1 / (6g))` (`6g` is exact): the block-scale arguments by one product.
+    inv6g: f64,
+    /// Per E4M3 code `c` of value `e`: `RN32(RN64(1 / (e · g)))`, 0 for `e = 0`.
+    recip: [f32; 256],
+    /// Per E4M3 code: `RN32(q · e · g)` for the eight E2M1 magnitudes `q` (exact products).
+    vtab: Vec<[f32; 8]>,
+    /// The E2M1 quarter table ([`lookup::lut`]).
+    lut: [u32; 32],
+}
+
+impl Lookup {
+    /// The state for block maxima `bm` (empty: not this path) and tensor scale `g`, or
+    /// `None` when a positive E4M3 scale would give a reciprocal that is not a normal
+    /// binary32 (tensors with `amax` below about `4·10^−33`: they divide).
+    fn new(bm: Vec<[u32; 16]>, g: f64, e4m3_vals: &[f64; 256]) -> Option<Lookup> {
+        const E2M1: [f64; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+        if bm.is_empty() || g <= 0.0 {
+            return None;
+        }
+        let mut recip = [0f32; 256];
+        let mut vtab = vec![[0f32; 8]; 256];
+        for c in 1..=0x7e {
+            let sc = e4m3_vals[c] * g;
+            recip[c] = (1.0 / sc) as f32;
+            if !recip[c].is_normal() {
+                return None;
+            }
+            vtab[c] = E2M1.map(|q| (q * sc) as f32);
+        }
+        Some(Lookup {
+            bm,
+            inv6g: 1.0 / (6.0 * g),
+            recip,
+            vtab,
+            lut: lookup::lut(),
+        })
+    }
+}
+
 struct Ctx {
     conv: Convention,
     g: f64,
     /// E2M1's one-pass element step in binary64 (seed) and binary32 (torchao).
     fused64: Elem<f64>,
     fused32: Elem<f32>,
-    /// The same step flagging elements near a tie, for the seed's binary32 pass.
-    near32: Near<f32>,
+    /// E4M3's one-pass step in binary64, for the block scales of the lookup path.
+    e4m3_64: Elem<f64>,
+    /// The seed's binary32 lookup path, when it applies.
+    lookup: Option<Lookup>,
     e4m3: Rounder<f64>,
     e2m1: Rounder<f64>,
     e2m1_32: Rounder<f32>,
@@ -269,7 +326,8 @@ impl Ctx {
             g,
             fused64: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
             fused32: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
-            near32: Near(Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step")),
+            e4m3_64: Elem::new(&FloatFormat::FP8_E4M3).expect("E4M3 has a fused step"),
+            lookup: None,
             e4m3: Rounder::new(&FloatFormat::FP8_E4M3, &sat),
             e2m1: Rounder::new(&FloatFormat::FP4_E2M1, &sat),
             e2m1_32: Rounder::new(&FloatFormat::FP4_E2M1, &sat),
@@ -285,13 +343,13 @@ impl Ctx {
     /// The seed's element is `E2M1(RN64(x / s))` with `s = s_b · g` exact in binary64 (at most
     /// 28 significant bits). For binary32 `x` that equals `E2M1(x / s)` of the exact quotient:
     /// a midpoint `μ` of E2M1 (at most 3 bits) has `μ · s` exact, so `x ≠ μ · s` puts `x / s`
-    /// at least `2^−31 · μ` from `μ`, far beyond the `2^−53` that `RN64` moves it. The pass
-    /// therefore multiplies by `RN32(1/s)` in binary32 lanes (relative error below `2^−22`)
-    /// and flags every element within a safe distance of a midpoint ([`fused::Near`]); a work
-    /// item with one flagged element is done again by binary64 division.
+    /// at least `2^−31 · μ` from `μ`, far beyond the `2^−53` that `RN64` moves it. Binary32
+    /// inputs therefore take [`Ctx::seed_lookup`] (a product with `RN32(1/s)` and a table,
+    /// blocks near a midpoint redone by division); binary64 inputs divide.
     #[inline(always)]
     fn rows_fused<I: Float, O: Float>(
         &self,
+        at: usize,
         x: &[I],
         v: &mut [O],
         c: &mut [u8],
@@ -299,6 +357,13 @@ impl Ctx {
     ) -> BlockStatus {
         const STACK: usize = CHUNK / BLOCK;
         let nblk = s.len();
+        if let (Some(lk), Some(x32)) = (&self.lookup, I::as_f32_slice(x)) {
+            let bm = &lk.bm.as_flattened()[at..at + nblk];
+            return match O::as_f32_slice_mut(v) {
+                Some(v32) => self.seed_lookup(lk, bm, x32, v32, c, s),
+                None => self.seed_lookup(lk, bm, x32, &mut [], c, s),
+            };
+        }
         let (mut arg_s, mut fac_s, mut sc_s) = ([0f64; STACK], [0f64; STACK], [0f64; STACK]);
         let (mut fac32_s, mut bm_s) = ([0f32; STACK], [<I::Bits as Word>::ZERO; STACK]);
         let (mut arg_h, mut fac_h, mut sc_h, mut fac32_h) = (vec![], vec![], vec![], vec![]);
@@ -357,17 +422,7 @@ impl Ctx {
         let mut st = BlockStatus::default();
         match self.conv {
             Convention::Seed => {
-                let mut fast = I::MANT == f32::MANT && f.fac32.iter().all(|f| f.is_normal());
-                // one pass in binary32 lanes, or (near a tie, or for binary64 inputs) by division
-                let mut near = false;
-                if fast {
-                    (st.saturated, st.flushed, near) =
-                        self.seed_pass(true, &f, x, 0..x.len(), v, c);
-                }
-                if near || !fast {
-                    fast = false;
-                    (st.saturated, st.flushed, _) = self.seed_pass(false, &f, x, 0..x.len(), v, c);
-                }
+                (st.saturated, st.flushed) = self.seed_divide(&f, x, 0..x.len(), v, c);
                 for k in (0..nblk).filter(|&k| f.sc[k] == 0.0) {
                     let r = k * BLOCK..(k + 1) * BLOCK;
                     // take back what the pass counted, then codes 0 and +0 values
@@ -376,8 +431,7 @@ impl Ctx {
                     } else {
                         &mut v[r.clone()]
                     };
-                    let (sat, fl, _) =
-                        self.seed_pass(fast, &f, x, r.clone(), vk, &mut c[r.clone()]);
+                    let (sat, fl) = self.seed_divide(&f, x, r.clone(), vk, &mut c[r.clone()]);
                     st.saturated -= sat;
                     st.flushed -= fl;
                     st.flushed += x[r.clone()].iter().filter(|e| e.to_f64() != 0.0).count() as u64;
@@ -388,7 +442,7 @@ impl Ctx {
                 }
             }
             Convention::Torchao => {
-                (st.saturated, st.flushed, _) = match f.split {
+                (st.saturated, st.flushed) = match f.split {
                     Some(sp) => fused::blocks::<f32, I, Split, O, _, false>(
                         &self.fused32,
                         x,
@@ -413,43 +467,105 @@ impl Ctx {
         st
     }
 
-    /// The seed's pass over the elements `r` of `x` (whole blocks): in binary32 lanes with
-    /// the near-tie flag when `fast`, else by binary64 division.
+    /// The seed's pass over the elements `r` of `x` (whole blocks) by binary64 division.
     #[inline(always)]
-    fn seed_pass<I: Float, O: Float>(
+    fn seed_divide<I: Float, O: Float>(
         &self,
-        fast: bool,
         f: &Factors,
         x: &[I],
         r: std::ops::Range<usize>,
         v: &mut [O],
         c: &mut [u8],
-    ) -> (u64, u64, bool) {
+    ) -> (u64, u64) {
         let (blks, xs) = (r.start / BLOCK..r.end / BLOCK, &x[r]);
-        let (fac32, sc) = (&f.fac32[blks.clone()], &f.sc[blks.clone()]);
-        match (fast, f.split) {
-            (true, Some(sp)) => fused::blocks::<f32, I, Split, O, _, false>(
-                &self.near32,
-                xs,
-                BLOCK,
-                fac32,
-                &sp[blks],
-                v,
-                c,
-            ),
-            (true, None) => {
-                fused::blocks::<f32, I, f64, O, _, false>(&self.near32, xs, BLOCK, fac32, sc, v, c)
-            }
-            (false, _) => fused::blocks::<f64, I, f64, O, _, true>(
-                &self.fused64,
-                xs,
-                BLOCK,
-                &f.fac[blks],
-                sc,
-                v,
-                c,
-            ),
+        fused::blocks::<f64, I, f64, O, _, true>(
+            &self.fused64,
+            xs,
+            BLOCK,
+            &f.fac[blks.clone()],
+            &f.sc[blks],
+            v,
+            c,
+        )
+    }
+
+    /// The seed's convention on a work item of whole binary32 blocks whose maxima `bm` the
+    /// first pass found:
+    ///
+    /// 1. every block scale from `arg' = m ⊗ RN64(1/(6g))`, within `2^−51` (relative) of the
+    ///    seed's `RN64(RN64(m/6)/g)`, rounded to E4M3 by [`fused::Elem`] in one vectorised
+    ///    loop; a block whose `arg'` lies within `2^−40` half quanta of an E4M3 midpoint takes
+    ///    the seed's two divisions instead;
+    /// 2. E2M1 by table lookup on `|x| ⊗ RN32(1/(e·g))` ([`lookup`]), both tables per scale
+    ///    code;
+    /// 3. blocks flagged there are redone by binary64 division; blocks whose scale is zero
+    ///    become codes 0 and +0 (their elements were counted as flushed already).
+    #[inline(always)]
+    fn seed_lookup(
+        &self,
+        lk: &Lookup,
+        bm: &[u32],
+        x: &[f32],
+        v: &mut [f32],
+        c: &mut [u8],
+        s: &mut [u8],
+    ) -> BlockStatus {
+        const STACK: usize = CHUNK / BLOCK;
+        const TOL: u32 = 40;
+        let nblk = s.len();
+        let e4m3 = self.e4m3_64;
+        let mut near = false;
+        for (&m, code) in bm.iter().zip(s.iter_mut()) {
+            let arg = f32::from_bits(m) as f64 * lk.inv6g;
+            *code = e4m3.round(arg).0;
+            near |= e4m3.near_midpoint(arg, TOL);
         }
+        if near {
+            for (&m, code) in bm.iter().zip(s.iter_mut()) {
+                let m = f32::from_bits(m) as f64;
+                if e4m3.near_midpoint(m * lk.inv6g, TOL) {
+                    *code = e4m3.round((m / 6.0) / self.g).0;
+                }
+            }
+        }
+        let (mut fl_s, mut fl_h) = ([0u16; STACK], vec![]);
+        let flagged = super::scratch(&mut fl_s, &mut fl_h, nblk, 0);
+        let tally = lookup::e2m1_blocks(&lk.lut, x, s, &lk.recip, &lk.vtab, c, v, flagged);
+        let mut st = BlockStatus {
+            saturated: tally.saturated,
+            flushed: tally.flushed,
+            ..BlockStatus::default()
+        };
+        for &k in &flagged[..tally.flagged] {
+            let r = k as usize * BLOCK..(k as usize + 1) * BLOCK;
+            let vk = if v.is_empty() {
+                &mut []
+            } else {
+                &mut v[r.clone()]
+            };
+            // (a flagged block has a positive scale: a zero one makes every `y` zero)
+            let one = [self.e4m3_vals[s[k as usize] as usize] * self.g];
+            let (sat, fl) = fused::blocks::<f64, f32, f64, f32, _, true>(
+                &self.fused64,
+                &x[r.clone()],
+                BLOCK,
+                &one,
+                &one,
+                vk,
+                &mut c[r],
+            );
+            st.saturated += sat;
+            st.flushed += fl;
+        }
+        if s.contains(&0) {
+            for k in (0..nblk).filter(|&k| s[k] == 0) {
+                c[k * BLOCK..(k + 1) * BLOCK].fill(0);
+                if !v.is_empty() {
+                    v[k * BLOCK..(k + 1) * BLOCK].fill(0.0);
+                }
+            }
+        }
+        st
     }
 
     /// Whole rows of `seg` elements; blocks of 16 along each row, the last one partial. Every
@@ -558,14 +674,22 @@ impl Ctx {
 
 impl<I: Float, O: Float> super::RowKernel<I, O> for Ctx {
     #[inline(always)]
-    fn rows(&self, x: &[I], seg: usize, v: &mut [O], c: &mut [u8], s: &mut [u8]) -> BlockStatus {
+    fn rows(
+        &self,
+        at: usize,
+        x: &[I],
+        seg: usize,
+        v: &mut [O],
+        c: &mut [u8],
+        s: &mut [u8],
+    ) -> BlockStatus {
         if v.is_empty() && !x.is_empty() && !seg.is_multiple_of(BLOCK) {
             // codes only on the general path: values into a scratch buffer
             let mut scratch = vec![O::default(); x.len()];
             return self.rows_of(x, seg, &mut scratch, c, s);
         }
         if seg.is_multiple_of(BLOCK) {
-            self.rows_fused(x, v, c, s)
+            self.rows_fused(at, x, v, c, s)
         } else {
             self.rows_of(x, seg, v, c, s)
         }
@@ -665,19 +789,27 @@ mod tests {
         x
     }
 
-    fn same<I: Float>(conv: Convention, x: &[I]) {
+    /// The fused paths (lookup with the first pass's block maxima, binary32 only; and
+    /// division) against the general path, whole and block by block.
+    fn same<I: Float>(conv: Convention, x: &[I], lookup: bool) {
         let amax = super::super::max_abs(x);
         let g: f32 = match conv {
             Convention::Seed => (amax / 2688.0) as f32,
             Convention::Torchao => (amax as f32) / 2688.0f32,
         };
-        let ctx = Ctx::new(conv, g as f64);
+        let mut ctx = Ctx::new(conv, g as f64);
+        if lookup {
+            let x32 = I::as_f32_slice(x).unwrap();
+            let (bm, _) = super::super::block_maxima_and_max(x32, BLOCK);
+            ctx.lookup = Lookup::new(bm, g as f64, &ctx.e4m3_vals);
+            assert!(ctx.lookup.is_some());
+        }
         let n = x.len();
         let (mut v1, mut c1, mut s1) = (vec![I::default(); n], vec![0u8; n], vec![0u8; n / 16]);
         let (mut v2, mut c2, mut s2) = (vec![I::default(); n], vec![0u8; n], vec![0u8; n / 16]);
-        let st1 = ctx.rows_fused(x, &mut v1, &mut c1, &mut s1);
+        let st1 = ctx.rows_fused(0, x, &mut v1, &mut c1, &mut s1);
         let st2 = ctx.rows_of(x, n, &mut v2, &mut c2, &mut s2);
-        let what = format!("{conv:?} {}", I::NAME);
+        let what = format!("{conv:?} {} lookup {lookup}", I::NAME);
         assert_eq!(s1, s2, "scales, {what}");
         assert_eq!(c1, c2, "codes, {what}");
         for i in 0..n {
@@ -689,13 +821,17 @@ mod tests {
             );
         }
         assert_eq!(st1, st2, "status, {what}");
-        // block by block: blocks without an exact tie take the binary32 pass (a tie sends
-        // only its own block to the division)
+        // codes only
+        let (mut c4, mut s4) = (vec![0u8; n], vec![0u8; n / 16]);
+        let st4 = ctx.rows_fused::<I, I>(0, x, &mut [], &mut c4, &mut s4);
+        assert_eq!((&s4, &c4, st4), (&s2, &c2, st2), "codes only, {what}");
+        // block by block (scale `k` is the item's first)
         let (mut v3, mut c3, mut s3) = (vec![I::default(); n], vec![0u8; n], vec![0u8; n / 16]);
         let mut st3 = BlockStatus::default();
         for k in 0..n / BLOCK {
             let r = k * BLOCK..(k + 1) * BLOCK;
             st3 += ctx.rows_fused(
+                k,
                 &x[r.clone()],
                 &mut v3[r.clone()],
                 &mut c3[r],
@@ -714,17 +850,49 @@ mod tests {
         );
     }
 
-    /// The one-pass path equals the general path bit for bit (values, codes, scales and
-    /// counts), both conventions, binary32 and binary64 inputs.
+    /// The one-pass paths equal the general path bit for bit (values, codes, scales and
+    /// counts), both conventions, binary32 and binary64 inputs, the seed's binary32 lookup.
     #[test]
     fn fused_path_equals_the_general_path() {
         for seed in 1..4 {
             let x = data(4096, seed);
             let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
             for conv in [Convention::Seed, Convention::Torchao] {
-                same::<f64>(conv, &x);
-                same::<f32>(conv, &x32);
+                same::<f64>(conv, &x, false);
+                same::<f32>(conv, &x32, false);
             }
+            same::<f32>(Convention::Seed, &x32, true);
+        }
+    }
+
+    /// Block maxima whose seed argument `m / 6 / g` is exactly an E4M3 midpoint (tensor
+    /// scales `g = 1 + k/128`, so that `6 · g · μ` is a binary32), and their binary32
+    /// neighbours: the lookup path gives the general path's scale codes, so the ties take
+    /// the seed's divisions.
+    #[test]
+    fn block_scales_at_e4m3_midpoints_round_as_the_seed() {
+        let e4m3 = |c: u64| FloatFormat::FP8_E4M3.decode(c);
+        let mut bits = super::super::test_bits(5);
+        for k in (0..128).step_by(9) {
+            let g = 1.0 + k as f64 / 128.0;
+            let mut x = vec![0f32; 16];
+            x[3] = (2688.0 * g) as f32;
+            assert_eq!(x[3] as f64, 2688.0 * g);
+            for c in 0..0x7d_u64 {
+                // the midpoint between codes c and c + 1
+                let mu = (e4m3(c) + e4m3(c + 1)) / 2.0;
+                let m = (6.0 * g * mu) as f32;
+                assert_eq!(m as f64, 6.0 * g * mu);
+                for d in [-1i32, 0, 1] {
+                    let m = f32::from_bits(m.to_bits().wrapping_add_signed(d));
+                    let mut blk: Vec<f32> = (0..16)
+                        .map(|_| m * ((bits() >> 40) as f32 / (1u64 << 24) as f32))
+                        .collect();
+                    blk[(bits() % 16) as usize] = if bits().is_multiple_of(2) { m } else { -m };
+                    x.extend(blk);
+                }
+            }
+            same::<f32>(Convention::Seed, &x, true);
         }
     }
 }

@@ -136,6 +136,10 @@ pub trait Float:
     fn mul(self, o: Self) -> Self;
     /// The slice as binary64 values when `Self` is `f64` (no copy), else `None`.
     fn as_f64_slice(s: &[Self]) -> Option<&[f64]>;
+    /// The slice as binary32 values when `Self` is `f32` (no copy), else `None`.
+    fn as_f32_slice(s: &[Self]) -> Option<&[f32]>;
+    /// The mutable slice as binary32 values when `Self` is `f32`, else `None`.
+    fn as_f32_slice_mut(s: &mut [Self]) -> Option<&mut [f32]>;
 }
 
 impl Float for f32 {
@@ -146,6 +150,12 @@ impl Float for f32 {
     const FORMAT: crate::FloatFormat = crate::FloatFormat::FP32;
     fn as_f64_slice(_: &[f32]) -> Option<&[f64]> {
         None
+    }
+    fn as_f32_slice(s: &[f32]) -> Option<&[f32]> {
+        Some(s)
+    }
+    fn as_f32_slice_mut(s: &mut [f32]) -> Option<&mut [f32]> {
+        Some(s)
     }
     #[inline(always)]
     fn to_bits(self) -> u32 {
@@ -193,6 +203,12 @@ impl Float for f64 {
     const FORMAT: crate::FloatFormat = crate::FloatFormat::FP64;
     fn as_f64_slice(s: &[f64]) -> Option<&[f64]> {
         Some(s)
+    }
+    fn as_f32_slice(_: &[f64]) -> Option<&[f32]> {
+        None
+    }
+    fn as_f32_slice_mut(_: &mut [f64]) -> Option<&mut [f32]> {
+        None
     }
     #[inline(always)]
     fn to_bits(self) -> u64 {

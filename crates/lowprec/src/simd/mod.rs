@@ -13,8 +13,10 @@
 //! calls one only after `is_x86_feature_detected!` has confirmed every feature it enables,
 //! and [`set_max_level`] can only lower the level below what was detected.
 
+mod e2m1;
 mod scan;
 
+pub(crate) use e2m1::e2m1_lookup;
 pub(crate) use scan::{columns4, stream8, transpose16};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;

@@ -1,0 +1,305 @@
+//! NVFP4's element step in binary32 lanes by table lookup: the E2M1 code of
+//! `y = |x| ⊗ r`, `r = RN32(1/s)`, read from the bits of `y`, with a flag on every block
+//! holding an element whose rounding could differ from that of the exact quotient `|x| / s`.
+//!
+//! For `y ≥ 0` with bits `b`, `⌊b / 2^21⌋` is `y`'s exponent field and its top two fraction
+//! bits: the quarter binade `[2^e·(1 + j/4), 2^e·(1 + (j+1)/4))` holding `y`. Every midpoint
+//! of E2M1's grid (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5, and 7, above which it saturates)
+//! starts such a quarter, so inside a quarter the rounded magnitude is constant:
+//!
+//! ```text
+//! idx  = clamp(⌊b / 2^21⌋, 499, 520)      499: y < 0.25 (→ 0);  520: y ≥ 8 (→ 6, saturated)
+//! mag  = LUT[idx mod 32]                    (22 entries, one vector permute)
+//! code = mag | 8·sign(x)
+//! near = b ≥ 499 · 2^21  and  (b + 16) mod 2^21 < 32      (within 16 ulps of a quarter start)
+//! ```
+//!
+//! `y` differs from `q = |x|/s` by less than `2^−22.9·q` (one rounding of the reciprocal in
+//! binary64, one to binary32, one of the product), at most 4 units in the last place of `y`
+//! at these magnitudes. An element whose `y` and `q` lie on different sides of a midpoint
+//! `μ` (or `q = μ`, a tie) has `|y − μ| ≤ |y − q|`, so it is `near` (every `μ` has bits
+//! `≡ 0 mod 2^21`); an element that is not near therefore rounds exactly as `q` does. Near
+//! flags also fall on the quarter starts that are not midpoints (about `2^−16` of the
+//! elements): those blocks are redone by division, which costs time, never bits.
+//!
+//! Counts of an unflagged block: saturated when `y ≥ 7` (`idx ≥ 519`), flushed when
+//! `x ≠ 0` and `y < 0.25` (`idx = 499`).
+//!
+//! The AVX-512 kernel (`crate::simd::e2m1_lookup`) computes the same bits with the same
+//! operations; the portable loop here serves every other machine.
+
+use crate::FloatFormat;
+
+/// `⌊b / 2^SHIFT⌋` is the quarter binade of a binary32 with bits `b`.
+pub(crate) const SHIFT: u32 = 21;
+/// The clamp bounds of the quarter index: below 0.25 and at or above 8.
+pub(crate) const IDX_LO: u32 = 499;
+/// See [`IDX_LO`].
+pub(crate) const IDX_HI: u32 = 520;
+/// Quarters from this one up saturate (`y ≥ 7`).
+pub(crate) const IDX_SAT: u32 = 519;
+/// Quarters below this one round to zero (`y < 0.25`).
+pub(crate) const IDX_ZERO: u32 = 500;
+/// Half the width, in units in the last place, of the window around a quarter start that
+/// flags an element.
+pub(crate) const TOL: u32 = 16;
+
+/// The magnitude code of each quarter index `idx` at `LUT[idx mod 32]`, from E2M1's own
+/// rounding (to nearest even, saturating) of the quarter's middle.
+pub(crate) fn lut() -> [u32; 32] {
+    let e2m1 = super::fused::Elem::<f32>::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a step");
+    let mut t = [0u32; 32];
+    for idx in IDX_LO..=IDX_HI {
+        let mid = f32::from_bits((idx << SHIFT) | (1 << (SHIFT - 1)));
+        t[(idx % 32) as usize] = u32::from(e2m1.round(mid).0);
+    }
+    t
+}
+
+/// What [`e2m1_blocks`] counted over the blocks it did not flag, and how many it flagged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    /// Elements that saturated.
+    pub saturated: u64,
+    /// Nonzero elements that became ±0.
+    pub flushed: u64,
+    /// Blocks flagged (their indices lead `flagged`).
+    pub flagged: usize,
+}
+
+/// The step over whole blocks of 16: block `k`, whose scale code is `scales[k]`, has its
+/// elements `x` become `y = |x| ⊗ recip[scales[k]]`, their codes (`mag | 8·sign(x)`) go to
+/// `codes`, and, unless `values` is empty, their values `±vtab[scales[k]][mag]` (the sign
+/// of `x`) to `values`. The indices of flagged blocks go to the front of `flagged`; their
+/// codes and values are to be replaced, and they are not counted.
+///
+/// # Panics
+///
+/// On lengths that do not match (an internal error).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn e2m1_blocks(
+    lut: &[u32; 32],
+    x: &[f32],
+    scales: &[u8],
+    recip: &[f32; 256],
+    vtab: &[[f32; 8]],
+    codes: &mut [u8],
+    values: &mut [f32],
+    flagged: &mut [u16],
+) -> Tally {
+    let blocks = x.len() / 16;
+    assert!(
+        x.len() == blocks * 16
+            && scales.len() == blocks
+            && codes.len() == x.len()
+            && flagged.len() >= blocks
+            && blocks <= 1 << 16
+            && (values.is_empty() || (values.len() == x.len() && vtab.len() == 256))
+    );
+    if let Some(t) = crate::simd::e2m1_lookup(lut, x, scales, recip, vtab, codes, values, flagged) {
+        return t;
+    }
+    let mut t = Tally::default();
+    for (k, (xb, cb)) in x
+        .chunks_exact(16)
+        .zip(codes.chunks_exact_mut(16))
+        .enumerate()
+    {
+        let r = recip[scales[k] as usize];
+        let (mut near, mut sat, mut fl) = (false, 0u64, 0u64);
+        let mut mags = [0u32; 16];
+        for ((&e, c), m) in xb.iter().zip(cb.iter_mut()).zip(mags.iter_mut()) {
+            let xb = e.to_bits();
+            let ab = xb & 0x7fff_ffff;
+            let yb = (f32::from_bits(ab) * r).to_bits();
+            let idx = (yb >> SHIFT).clamp(IDX_LO, IDX_HI);
+            *m = lut[(idx % 32) as usize];
+            *c = (*m | ((xb >> 28) & 8)) as u8;
+            near |= yb >= IDX_LO << SHIFT && (yb.wrapping_add(TOL) & ((1 << SHIFT) - 1)) < 2 * TOL;
+            sat += u64::from(idx >= IDX_SAT);
+            fl += u64::from(ab != 0 && idx < IDX_ZERO);
+        }
+        if !values.is_empty() {
+            let vt = &vtab[scales[k] as usize];
+            for ((v, &e), &m) in values[k * 16..k * 16 + 16].iter_mut().zip(xb).zip(&mags) {
+                *v = f32::from_bits(vt[m as usize].to_bits() | (e.to_bits() & 0x8000_0000));
+            }
+        }
+        if near {
+            flagged[t.flagged] = k as u16;
+            t.flagged += 1;
+        } else {
+            t.saturated += sat;
+            t.flushed += fl;
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::fused::Elem;
+
+    /// Every binary32 `y` in [0, 9] on a fine comb and around every quarter start: a `y`
+    /// that is not near has the code E2M1's own rounding gives, and the counts agree.
+    #[test]
+    fn lookup_equals_rounding_away_from_quarter_starts() {
+        let e2m1 = Elem::<f32>::new(&FloatFormat::FP4_E2M1).unwrap();
+        let t = lut();
+        let mut checked = 0;
+        let mut ys: Vec<u32> = (0..=9.0f32.to_bits()).step_by(97).collect();
+        for q in 0..(9.0f32.to_bits() >> SHIFT) + 1 {
+            for d in 0..64u32 {
+                ys.push((q << SHIFT).wrapping_add(d).wrapping_sub(32));
+            }
+        }
+        for yb in ys.into_iter().filter(|&b| b <= 9.0f32.to_bits()) {
+            let y = f32::from_bits(yb);
+            let idx = (yb >> SHIFT).clamp(IDX_LO, IDX_HI);
+            let near =
+                yb >= IDX_LO << SHIFT && (yb.wrapping_add(TOL) & ((1 << SHIFT) - 1)) < 2 * TOL;
+            let (code, _, sat) = e2m1.round(y);
+            if !near {
+                assert_eq!(t[(idx % 32) as usize], u32::from(code), "y = {y:e}");
+                assert_eq!(idx >= IDX_SAT, sat, "y = {y:e}");
+                assert_eq!(idx < IDX_ZERO, code == 0, "y = {y:e}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 1_000_000, "{checked}");
+    }
+
+    /// NVFP4-like scales `s = e4m3 · g` and elements at and around `μ · s` for every
+    /// midpoint `μ`: every block the step does not flag has exactly the codes, values and
+    /// counts of binary64 division; flags are rare on random data.
+    #[test]
+    fn unflagged_blocks_round_as_the_exact_quotient() {
+        let exact = Elem::<f64>::new(&FloatFormat::FP4_E2M1).unwrap();
+        let e2m1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+        let mids = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0];
+        let t = lut();
+        let mut bits = crate::block::test_bits(7);
+        let (mut blocks_checked, mut random_flagged, mut random_blocks) = (0, 0, 0);
+        for round in 0..6000 {
+            let g = (f32::from_bits(0x3000_0000 + (bits() as u32 % 0x1800_0000))) as f64;
+            let sb = crate::FloatFormat::FP8_E4M3.decode(1 + bits() % 126);
+            let s = sb * g;
+            let r = (1.0 / s) as f32;
+            if !r.is_normal() {
+                continue;
+            }
+            // every other block: one element within 24 ulps of `μ · s` for a midpoint `μ`
+            let adversarial = round % 2 == 0;
+            let at = (bits() % 16) as usize;
+            let x: Vec<f32> = (0..16)
+                .map(|i| {
+                    let v = if adversarial && i == at {
+                        let mu = mids[(bits() % 8) as usize] * s;
+                        let b = (mu as f32).to_bits() as i64 + (bits() % 49) as i64 - 24;
+                        f32::from_bits(b as u32)
+                    } else {
+                        ((bits() >> 11) as f64 / (1u64 << 53) as f64 * 7.0 * s) as f32
+                    };
+                    if i % 3 == 0 {
+                        -v
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            let mut vt = vec![[0f32; 8]; 256];
+            vt[1] = std::array::from_fn(|j| (e2m1[j] * s) as f32);
+            let mut recip = [0f32; 256];
+            recip[1] = r;
+            let (mut c, mut v, mut fl) = ([0u8; 16], [0f32; 16], [0u16; 1]);
+            let tally = e2m1_blocks(&t, &x, &[1], &recip, &vt, &mut c, &mut v, &mut fl);
+            if !adversarial {
+                random_blocks += 1;
+                random_flagged += tally.flagged;
+            }
+            if tally.flagged == 1 {
+                continue;
+            }
+            let (mut sat, mut flushed) = (0, 0);
+            for i in 0..16 {
+                let (code, val, s8) = exact.round(x[i] as f64 / s);
+                assert_eq!(c[i], code, "x = {:e}, s = {s:e}", x[i]);
+                assert_eq!(
+                    v[i].to_bits(),
+                    ((val * s) as f32).to_bits(),
+                    "x = {:e}",
+                    x[i]
+                );
+                sat += u64::from(s8);
+                flushed += u64::from(x[i] != 0.0 && code & 7 == 0);
+            }
+            assert_eq!((tally.saturated, tally.flushed), (sat, flushed));
+            blocks_checked += 1;
+        }
+        assert!(blocks_checked > 3000, "{blocks_checked}");
+        assert!(
+            random_flagged * 50 < random_blocks,
+            "{random_flagged} of {random_blocks}"
+        );
+    }
+
+    /// The portable loop and the AVX-512 kernel give the same bits, flags and counts.
+    #[test]
+    fn portable_and_vector_kernels_agree() {
+        let t = lut();
+        let mut bits = crate::block::test_bits(11);
+        let n = 16 * 300;
+        let recip: [f32; 256] = std::array::from_fn(|k| {
+            if k == 0 {
+                0.0
+            } else {
+                f32::from_bits(0x3c00_0000 + (bits() as u32 % 0x0800_0000))
+            }
+        });
+        let scales: Vec<u8> = (0..n / 16)
+            .map(|k| if k % 37 == 0 { 0 } else { bits() as u8 })
+            .collect();
+        // some elements right at a quarter start of `y` (flagged), the rest spread widely
+        let x: Vec<f32> = (0..n)
+            .map(|i| {
+                let v = f32::from_bits(0x3800_0000 + (bits() as u32 % 0x0d00_0000));
+                let r = recip[scales[i / 16] as usize];
+                match i % 5 {
+                    0 => -v,
+                    1 => 0.0,
+                    2 => -0.0,
+                    3 if i % 160 == 3 && r > 0.0 => 1.25 / r,
+                    _ => v,
+                }
+            })
+            .collect();
+        let vtab: Vec<[f32; 8]> = (0..256)
+            .map(|k| std::array::from_fn(|j| (j * k) as f32))
+            .collect();
+        let run = |level| {
+            crate::simd::set_max_level(level);
+            let (mut c, mut v, mut f) = (vec![0u8; n], vec![0f32; n], vec![0u16; n / 16]);
+            let tally = e2m1_blocks(&t, &x, &scales, &recip, &vtab, &mut c, &mut v, &mut f);
+            let (mut c2, mut f2) = (vec![0u8; n], vec![0u16; n / 16]);
+            let tally2 = e2m1_blocks(&t, &x, &scales, &recip, &[], &mut c2, &mut [], &mut f2);
+            crate::simd::set_max_level(crate::simd::Level::Avx512);
+            assert_eq!((&c, &f, tally), (&c2, &f2, tally2));
+            (
+                c,
+                v.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                f[..tally.flagged].to_vec(),
+                tally,
+            )
+        };
+        let best = run(crate::simd::Level::Avx512);
+        let portable = run(crate::simd::Level::Portable);
+        assert_eq!(best, portable);
+        assert!(
+            best.3.flagged > 0 && best.3.saturated > 0 && best.3.flushed > 0,
+            "{:?}",
+            best.3
+        );
+    }
+}

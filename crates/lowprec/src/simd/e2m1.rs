@@ -1,0 +1,139 @@
+//! The AVX-512 kernel of NVFP4's E2M1 lookup step (`crate::block::lookup`): one block of
+//! 16 binary32 elements per vector, the quarter-binade table in two registers
+//! (`vpermt2d`), each block's value table broadcast from memory (`vpermps`), the counts in
+//! mask registers. The same IEEE product and the same integer operations as the portable
+//! loop, so the same bits.
+
+use crate::block::lookup::{Tally, IDX_HI, IDX_LO, IDX_SAT, IDX_ZERO, SHIFT, TOL};
+
+/// [`crate::block::lookup::e2m1_blocks`] when the CPU has AVX-512 (`None` otherwise, with
+/// nothing written). The caller has checked the lengths.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn e2m1_lookup(
+    lut: &[u32; 32],
+    x: &[f32],
+    scales: &[u8],
+    recip: &[f32; 256],
+    vtab: &[[f32; 8]],
+    codes: &mut [u8],
+    values: &mut [f32],
+    flagged: &mut [u16],
+) -> Option<Tally> {
+    #[cfg(target_arch = "x86_64")]
+    if super::active() == super::Level::Avx512 {
+        let blocks = x.len() / 16;
+        assert!(
+            x.len() == blocks * 16
+                && scales.len() == blocks
+                && codes.len() == x.len()
+                && flagged.len() >= blocks
+                && (values.is_empty() || (values.len() == x.len() && vtab.len() == 256))
+        );
+        // SAFETY: AVX-512F/DQ were detected (`active()` never exceeds `detected()`), and
+        // the lengths checked above bound every access the kernel makes.
+        return Some(unsafe {
+            x86::e2m1_lookup(lut, x, scales, recip, vtab, codes, values, flagged)
+        });
+    }
+    let _ = (lut, x, scales, recip, vtab, codes, values, flagged);
+    None
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// See [`super::e2m1_lookup`]; `VALUES` writes the values.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn blocks<const VALUES: bool>(
+        lut: &[u32; 32],
+        x: &[f32],
+        scales: &[u8],
+        recip: &[f32; 256],
+        vtab: &[[f32; 8]],
+        codes: &mut [u8],
+        values: &mut [f32],
+        flagged: &mut [u16],
+    ) -> Tally {
+        let t_lo = _mm512_loadu_si512(lut.as_ptr().cast());
+        let t_hi = _mm512_loadu_si512(lut.as_ptr().add(16).cast());
+        let abs = _mm512_set1_epi32(0x7fff_ffff);
+        let sign = _mm512_set1_epi32(i32::MIN);
+        let (lo, hi) = (
+            _mm512_set1_epi32(IDX_LO as i32),
+            _mm512_set1_epi32(IDX_HI as i32),
+        );
+        let eight = _mm512_set1_epi32(8);
+        let frac = _mm512_set1_epi32((1 << SHIFT) - 1);
+        let (tol, tol2) = (
+            _mm512_set1_epi32(TOL as i32),
+            _mm512_set1_epi32(2 * TOL as i32),
+        );
+        let near_from = _mm512_set1_epi32((IDX_LO << SHIFT) as i32);
+        let sat_from = _mm512_set1_epi32((IDX_SAT << SHIFT) as i32);
+        let zero_below = _mm512_set1_epi32((IDX_ZERO << SHIFT) as i32);
+        let (mut saturated, mut flushed, mut n) = (0u64, 0u64, 0usize);
+        for (k, &sk) in scales.iter().enumerate() {
+            let xv = _mm512_loadu_si512(x.as_ptr().add(16 * k).cast());
+            let ab = _mm512_and_si512(xv, abs);
+            let y = _mm512_mul_ps(_mm512_castsi512_ps(ab), _mm512_set1_ps(recip[sk as usize]));
+            let yb = _mm512_castps_si512(y);
+            let idx = _mm512_min_epu32(_mm512_max_epu32(_mm512_srli_epi32::<SHIFT>(yb), lo), hi);
+            let mag = _mm512_permutex2var_epi32(t_lo, idx, t_hi);
+            // mag | (x >> 28 & 8)
+            let code = _mm512_ternarylogic_epi32::<0xf8>(mag, _mm512_srli_epi32::<28>(xv), eight);
+            _mm_storeu_si128(
+                codes.as_mut_ptr().add(16 * k).cast(),
+                _mm512_cvtepi32_epi8(code),
+            );
+            if VALUES {
+                let vt = _mm512_broadcast_f32x8(_mm256_loadu_ps(
+                    vtab.get_unchecked(sk as usize).as_ptr(),
+                ));
+                let v = _mm512_castps_si512(_mm512_permutexvar_ps(mag, vt));
+                // v | (x & sign)
+                let v = _mm512_ternarylogic_epi32::<0xf8>(v, xv, sign);
+                _mm512_storeu_si512(values.as_mut_ptr().add(16 * k).cast(), v);
+            }
+            let off = _mm512_and_si512(_mm512_add_epi32(yb, tol), frac);
+            let near =
+                _mm512_mask_cmplt_epu32_mask(_mm512_cmpge_epu32_mask(yb, near_from), off, tol2);
+            if near != 0 {
+                *flagged.get_unchecked_mut(n) = k as u16;
+                n += 1;
+                continue;
+            }
+            saturated += u64::from(_mm512_cmpge_epu32_mask(yb, sat_from).count_ones());
+            let nonzero = _mm512_test_epi32_mask(ab, ab);
+            flushed +=
+                u64::from(_mm512_mask_cmplt_epu32_mask(nonzero, yb, zero_below).count_ones());
+        }
+        Tally {
+            saturated,
+            flushed,
+            flagged: n,
+        }
+    }
+
+    /// See [`super::e2m1_lookup`].
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,popcnt")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn e2m1_lookup(
+        lut: &[u32; 32],
+        x: &[f32],
+        scales: &[u8],
+        recip: &[f32; 256],
+        vtab: &[[f32; 8]],
+        codes: &mut [u8],
+        values: &mut [f32],
+        flagged: &mut [u16],
+    ) -> Tally {
+        if values.is_empty() {
+            blocks::<false>(lut, x, scales, recip, vtab, codes, values, flagged)
+        } else {
+            blocks::<true>(lut, x, scales, recip, vtab, codes, values, flagged)
+        }
+    }
+}
