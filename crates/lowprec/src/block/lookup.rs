@@ -137,6 +137,73 @@ pub(crate) fn e2m1_blocks(
     t
 }
 
+/// The exact-scale variant's table: [`lut`]'s code in the low four bits, and bit 4 set
+/// where the quarter starts at a midpoint whose tie goes down (to the even neighbour below:
+/// 0.25, 1.25, 2.5, 5), so that a `y` exactly there gets one less.
+pub(crate) fn lut_exact() -> [u32; 32] {
+    let e2m1 = super::fused::Elem::<f32>::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a step");
+    let mut t = lut();
+    for idx in IDX_ZERO..=IDX_HI {
+        let start = f32::from_bits(idx << SHIFT);
+        let code = u32::from(e2m1.round(start).0);
+        if code < t[(idx % 32) as usize] {
+            t[(idx % 32) as usize] |= 16;
+        }
+    }
+    t
+}
+
+/// E2M1 of exactly scaled elements (MXFP4: `y = |x| ⊗ 2^−e` is exact wherever the code is
+/// not 0), blocks of `b` elements (a multiple of 16): block `k` scales by `inv[k]`, its
+/// codes go to `codes` and, unless `values` is empty, its values `±E2M1(mag) ⊗ up[k]` to
+/// `values`. The quarter table ([`lut_exact`]) gives every code, ties included: a `y`
+/// exactly at a quarter start whose midpoint rounds down takes one less. Returns
+/// `(saturated, flushed)`, the same counts as [`super::fused::blocks`] with E2M1's step.
+///
+/// # Panics
+///
+/// On lengths that do not match (an internal error).
+#[inline(always)]
+pub(crate) fn e2m1_exact_blocks(
+    lut: &[u32; 32],
+    x: &[f32],
+    b: usize,
+    inv: &[f32],
+    up: &[f32],
+    codes: &mut [u8],
+    values: &mut [f32],
+) -> (u64, u64) {
+    assert!(
+        b.is_multiple_of(16)
+            && x.len() == inv.len() * b
+            && codes.len() == x.len()
+            && (values.is_empty() || (values.len() == x.len() && up.len() == inv.len()))
+    );
+    if let Some(t) = crate::simd::e2m1_exact(lut, x, b, inv, up, codes, values) {
+        return t;
+    }
+    const E2M1: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+    let (mut sat, mut fl) = (0u64, 0u64);
+    for (i, (&e, c)) in x.iter().zip(codes.iter_mut()).enumerate() {
+        let k = i / b;
+        let xb = e.to_bits();
+        let ab = xb & 0x7fff_ffff;
+        let yb = (f32::from_bits(ab) * inv[k]).to_bits();
+        let idx = (yb >> SHIFT).clamp(IDX_LO, IDX_HI);
+        let t = lut[(idx % 32) as usize];
+        let start = yb & ((1 << SHIFT) - 1) == 0;
+        let mag = (t & 15) - u32::from(start && t & 16 != 0);
+        *c = (mag | ((xb >> 28) & 8)) as u8;
+        if !values.is_empty() {
+            let v = E2M1[mag as usize] * up[k];
+            values[i] = f32::from_bits(v.to_bits() | (xb & 0x8000_0000));
+        }
+        sat += u64::from(idx >= IDX_SAT);
+        fl += u64::from(ab != 0 && mag == 0);
+    }
+    (sat, fl)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,5 +368,58 @@ mod tests {
             "{:?}",
             best.3
         );
+    }
+
+    /// Every binary32 `y` in [0, 9] around and at every quarter start, and on a comb: the
+    /// exact-scale table gives E2M1's own rounding (ties to even included) and counts,
+    /// with values, and the AVX-512 and portable kernels agree.
+    #[test]
+    fn exact_lookup_equals_rounding_everywhere() {
+        let e2m1 = Elem::<f32>::new(&FloatFormat::FP4_E2M1).unwrap();
+        let t = lut_exact();
+        let mut ys: Vec<u32> = (0..=9.0f32.to_bits()).step_by(89).collect();
+        for q in 0..(9.0f32.to_bits() >> SHIFT) + 1 {
+            for d in 0..8u32 {
+                ys.push((q << SHIFT).wrapping_add(d).wrapping_sub(4));
+            }
+        }
+        ys.retain(|&b| b <= 9.0f32.to_bits());
+        ys.truncate(ys.len() / 32 * 32);
+        let x: Vec<f32> = ys
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                if i % 3 == 0 {
+                    -f32::from_bits(b)
+                } else {
+                    f32::from_bits(b)
+                }
+            })
+            .collect();
+        let blocks = x.len() / 32;
+        let (inv, up) = (vec![1.0f32; blocks], vec![0.25f32; blocks]);
+        let mut expect = (vec![0u8; x.len()], vec![0f32; x.len()], 0u64, 0u64);
+        for (i, &e) in x.iter().enumerate() {
+            let (c, r, s) = e2m1.round(e);
+            expect.0[i] = c;
+            expect.1[i] = r * 0.25;
+            expect.2 += u64::from(s);
+            expect.3 += u64::from(e != 0.0 && c & 7 == 0);
+        }
+        for level in [crate::simd::Level::Avx512, crate::simd::Level::Portable] {
+            crate::simd::set_max_level(level);
+            let (mut c, mut v) = (vec![0u8; x.len()], vec![0f32; x.len()]);
+            let (sat, fl) = e2m1_exact_blocks(&t, &x, 32, &inv, &up, &mut c, &mut v);
+            let mut c2 = vec![0u8; x.len()];
+            let counts2 = e2m1_exact_blocks(&t, &x, 32, &inv, &up, &mut c2, &mut []);
+            crate::simd::set_max_level(crate::simd::Level::Avx512);
+            assert_eq!(c, expect.0, "{level:?}");
+            assert_eq!(c2, expect.0, "{level:?}");
+            let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&v), bits(&expect.1), "{level:?}");
+            assert_eq!((sat, fl), (expect.2, expect.3), "{level:?}");
+            assert_eq!(counts2, (sat, fl));
+        }
+        assert!(expect.2 > 0 && expect.3 > 0);
     }
 }

@@ -406,6 +406,8 @@ struct Ctx<I: Float> {
     rounder: Option<Rounder<I>>,
     /// The one-pass element step, where it applies ([`super::fused`]).
     fused: Option<Elem<I>>,
+    /// FP4 E2M1 elements: the quarter table of [`super::lookup::e2m1_exact_blocks`].
+    e2m1: Option<[u32; 32]>,
     nan_code: u8,
     mag_mask: u8,
 }
@@ -428,10 +430,13 @@ impl<I: Float> Ctx<I> {
             MxElement::Float(f) => Elem::new(&f),
             MxElement::Int8 => None,
         };
+        let e2m1 = (opts.element == MxElement::Float(crate::FloatFormat::FP4_E2M1))
+            .then(super::lookup::lut_exact);
         Ctx {
             opts: *opts,
             rounder,
             fused,
+            e2m1,
             nan_code,
             mag_mask,
         }
@@ -520,7 +525,7 @@ impl<I: Float> Ctx<I> {
             s[k] = (e + 127) as u8;
             (inv[k], up[k]) = (pow2_as::<I>(-e), pow2_as::<O>(e));
         }
-        (st.saturated, st.flushed) = fused::blocks::<I, I, O, O, _, false>(el, x, b, inv, up, v, c);
+        (st.saturated, st.flushed) = self.pass(el, x, inv, up, v, c);
         if st.nan_blocks > 0 {
             for k in (0..nb).filter(|&k| s[k] == 0xff) {
                 let r = k * b..(k + 1) * b;
@@ -530,10 +535,9 @@ impl<I: Float> Ctx<I> {
                 } else {
                     &mut v[r.clone()]
                 };
-                let (sat, fl) = fused::blocks::<I, I, O, O, _, false>(
+                let (sat, fl) = self.pass(
                     el,
                     &x[r.clone()],
-                    b,
                     &inv[k..k + 1],
                     &up[k..k + 1],
                     vk,
@@ -550,6 +554,36 @@ impl<I: Float> Ctx<I> {
             }
         }
         st
+    }
+
+    /// The element pass over whole blocks with factors `inv` and `up` ([`fused::blocks`]),
+    /// or, for binary32 FP4 E2M1 in blocks of a multiple of 16, the quarter table
+    /// ([`super::lookup::e2m1_exact_blocks`]: the same codes, values and counts).
+    #[inline(always)]
+    fn pass<O: Float, E: fused::Step<I>>(
+        &self,
+        el: &E,
+        x: &[I],
+        inv: &[I],
+        up: &[O],
+        v: &mut [O],
+        c: &mut [u8],
+    ) -> (u64, u64) {
+        let b = self.opts.block;
+        if let (Some(lut), true, Some(x32), Some(inv32)) = (
+            &self.e2m1,
+            b.is_multiple_of(16),
+            I::as_f32_slice(x),
+            I::as_f32_slice(inv),
+        ) {
+            if v.is_empty() {
+                return super::lookup::e2m1_exact_blocks(lut, x32, b, inv32, &[], c, &mut []);
+            }
+            if let (Some(up32), Some(v32)) = (O::as_f32_slice(up), O::as_f32_slice_mut(v)) {
+                return super::lookup::e2m1_exact_blocks(lut, x32, b, inv32, up32, c, v32);
+            }
+        }
+        fused::blocks::<I, I, O, O, _, false>(el, x, b, inv, up, v, c)
     }
 
     /// Every block's scale code `s` and factors `inv = 2^−e`, `up = 2^e` from its maximum's

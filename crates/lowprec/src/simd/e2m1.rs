@@ -39,6 +39,33 @@ pub(crate) fn e2m1_lookup(
     None
 }
 
+/// [`crate::block::lookup::e2m1_exact_blocks`] when the CPU has AVX-512 (`None` otherwise,
+/// with nothing written). The caller has checked the lengths.
+pub(crate) fn e2m1_exact(
+    lut: &[u32; 32],
+    x: &[f32],
+    b: usize,
+    inv: &[f32],
+    up: &[f32],
+    codes: &mut [u8],
+    values: &mut [f32],
+) -> Option<(u64, u64)> {
+    #[cfg(target_arch = "x86_64")]
+    if super::active() == super::Level::Avx512 {
+        assert!(
+            b.is_multiple_of(16)
+                && x.len() == inv.len() * b
+                && codes.len() == x.len()
+                && (values.is_empty() || (values.len() == x.len() && up.len() == inv.len()))
+        );
+        // SAFETY: AVX-512F/DQ were detected, and the lengths checked above bound every
+        // access the kernel makes.
+        return Some(unsafe { x86::e2m1_exact(lut, x, b, inv, up, codes, values) });
+    }
+    let _ = (lut, x, b, inv, up, codes, values);
+    None
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
@@ -134,6 +161,92 @@ mod x86 {
             blocks::<false>(lut, x, scales, recip, vtab, codes, values, flagged)
         } else {
             blocks::<true>(lut, x, scales, recip, vtab, codes, values, flagged)
+        }
+    }
+
+    /// See [`super::e2m1_exact`]; `VALUES` writes the values.
+    #[inline(always)]
+    unsafe fn exact<const VALUES: bool>(
+        lut: &[u32; 32],
+        x: &[f32],
+        b: usize,
+        inv: &[f32],
+        up: &[f32],
+        codes: &mut [u8],
+        values: &mut [f32],
+    ) -> (u64, u64) {
+        let t_lo = _mm512_loadu_si512(lut.as_ptr().cast());
+        let t_hi = _mm512_loadu_si512(lut.as_ptr().add(16).cast());
+        let e2m1 = _mm512_setr_ps(
+            0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
+        );
+        let abs = _mm512_set1_epi32(0x7fff_ffff);
+        let sign = _mm512_set1_epi32(i32::MIN);
+        let (lo, hi) = (
+            _mm512_set1_epi32(IDX_LO as i32),
+            _mm512_set1_epi32(IDX_HI as i32),
+        );
+        let (eight, fifteen, sixteen, one) = (
+            _mm512_set1_epi32(8),
+            _mm512_set1_epi32(15),
+            _mm512_set1_epi32(16),
+            _mm512_set1_epi32(1),
+        );
+        let frac = _mm512_set1_epi32((1 << SHIFT) - 1);
+        let sat_from = _mm512_set1_epi32((IDX_SAT << SHIFT) as i32);
+        let (mut saturated, mut flushed) = (0u64, 0u64);
+        for (k, &f) in inv.iter().enumerate() {
+            let f = _mm512_set1_ps(f);
+            for j in (k * b..(k + 1) * b).step_by(16) {
+                let xv = _mm512_loadu_si512(x.as_ptr().add(j).cast());
+                let ab = _mm512_and_si512(xv, abs);
+                let yb = _mm512_castps_si512(_mm512_mul_ps(_mm512_castsi512_ps(ab), f));
+                let idx =
+                    _mm512_min_epu32(_mm512_max_epu32(_mm512_srli_epi32::<SHIFT>(yb), lo), hi);
+                let t = _mm512_permutex2var_epi32(t_lo, idx, t_hi);
+                // one less at an exact quarter start whose midpoint rounds down
+                let down =
+                    _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(yb, frac), t, sixteen);
+                let mag = _mm512_mask_sub_epi32(
+                    _mm512_and_si512(t, fifteen),
+                    down,
+                    _mm512_and_si512(t, fifteen),
+                    one,
+                );
+                let code =
+                    _mm512_ternarylogic_epi32::<0xf8>(mag, _mm512_srli_epi32::<28>(xv), eight);
+                _mm_storeu_si128(codes.as_mut_ptr().add(j).cast(), _mm512_cvtepi32_epi8(code));
+                if VALUES {
+                    let v = _mm512_mul_ps(
+                        _mm512_permutexvar_ps(mag, e2m1),
+                        _mm512_set1_ps(*up.get_unchecked(k)),
+                    );
+                    let v = _mm512_ternarylogic_epi32::<0xf8>(_mm512_castps_si512(v), xv, sign);
+                    _mm512_storeu_si512(values.as_mut_ptr().add(j).cast(), v);
+                }
+                saturated += u64::from(_mm512_cmpge_epu32_mask(yb, sat_from).count_ones());
+                let zero = _mm512_mask_testn_epi32_mask(_mm512_test_epi32_mask(ab, ab), mag, mag);
+                flushed += u64::from(zero.count_ones());
+            }
+        }
+        (saturated, flushed)
+    }
+
+    /// See [`super::e2m1_exact`].
+    #[target_feature(enable = "avx512f,avx512dq,avx512vl,popcnt")]
+    pub(super) unsafe fn e2m1_exact(
+        lut: &[u32; 32],
+        x: &[f32],
+        b: usize,
+        inv: &[f32],
+        up: &[f32],
+        codes: &mut [u8],
+        values: &mut [f32],
+    ) -> (u64, u64) {
+        if values.is_empty() {
+            exact::<false>(lut, x, b, inv, up, codes, values)
+        } else {
+            exact::<true>(lut, x, b, inv, up, codes, values)
         }
     }
 }
