@@ -148,6 +148,15 @@ pub(crate) fn for_items<I: Sync, O: Send>(
     }
 }
 
+/// The values of the elements `r`: `v[r]`, or empty when `v` is (codes only).
+pub(crate) fn values_in<O>(v: &mut [O], r: std::ops::Range<usize>) -> &mut [O] {
+    if v.is_empty() {
+        v
+    } else {
+        &mut v[r]
+    }
+}
+
 /// Per-work-item scratch of `n` entries: the first `n` of `stack` when they fit (no heap
 /// allocation and no large memset per item), else `heap` grown to `n` with `fill`.
 pub(crate) fn scratch<'a, T: Copy>(

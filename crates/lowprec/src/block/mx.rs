@@ -530,11 +530,7 @@ impl<I: Float> Ctx<I> {
             for k in (0..nb).filter(|&k| s[k] == 0xff) {
                 let r = k * b..(k + 1) * b;
                 // take back what the pass counted for this block, then write NaNs
-                let vk = if v.is_empty() {
-                    &mut []
-                } else {
-                    &mut v[r.clone()]
-                };
+                let vk = super::values_in(v, r.clone());
                 let (sat, fl) = self.pass(
                     el,
                     &x[r.clone()],

@@ -426,11 +426,7 @@ impl Ctx {
                 for k in (0..nblk).filter(|&k| f.sc[k] == 0.0) {
                     let r = k * BLOCK..(k + 1) * BLOCK;
                     // take back what the pass counted, then codes 0 and +0 values
-                    let vk = if v.is_empty() {
-                        &mut []
-                    } else {
-                        &mut v[r.clone()]
-                    };
+                    let vk = super::values_in(v, r.clone());
                     let (sat, fl) = self.seed_divide(&f, x, r.clone(), vk, &mut c[r.clone()]);
                     st.saturated -= sat;
                     st.flushed -= fl;
@@ -538,11 +534,7 @@ impl Ctx {
         };
         for &k in &flagged[..tally.flagged] {
             let r = k as usize * BLOCK..(k as usize + 1) * BLOCK;
-            let vk = if v.is_empty() {
-                &mut []
-            } else {
-                &mut v[r.clone()]
-            };
+            let vk = super::values_in(v, r.clone());
             // (a flagged block has a positive scale: a zero one makes every `y` zero)
             let one = [self.e4m3_vals[s[k as usize] as usize] * self.g];
             let (sat, fl) = fused::blocks::<f64, f32, f64, f32, _, true>(
