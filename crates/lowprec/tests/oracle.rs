@@ -139,7 +139,7 @@ fn any_format() -> impl Strategy<Value = FloatFormat> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(ProptestConfig { max_local_rejects: 1_000_000, ..ProptestConfig::with_cases(30_000) })]
     #[test]
     fn any_format_any_input_matches_the_reference(
         f in any_format(),

@@ -48,9 +48,20 @@ pub(crate) const fn mode_id(m: RoundingMode) -> u8 {
 }
 
 /// Whether binary32 inputs can be rounded in 32-bit lanes for this format (else they are
-/// widened to binary64, exactly, first).
+/// widened to binary64, exactly, first). The largest ordinal (code magnitude plus `2^m` for
+/// a format without zero), and one past it, must fit a 32-bit lane: a 32-bit unsigned format
+/// without zero (`ue9m23b0:fn:nozero`) does not, and takes the binary64 lanes.
 pub(crate) fn f32_native(fmt: &FloatFormat, values: bool) -> bool {
-    fmt.man_bits() <= 23 && fmt.emin() >= -126 && fmt.bits() <= 32 && (!values || fmt.fits_f32())
+    let nozero_min = if fmt.has_zero() {
+        0
+    } else {
+        1u64 << fmt.man_bits()
+    };
+    fmt.man_bits() <= 23
+        && fmt.emin() >= -126
+        && fmt.bits() <= 32
+        && fmt.max_mag() + nozero_min < u64::from(u32::MAX)
+        && (!values || fmt.fits_f32())
 }
 
 /// A format and options as lane constants for input type `I`.
@@ -124,6 +135,10 @@ impl<I: Float> Plan<I> {
         let emin_field = (fmt.emin() as i64 + bias_in) as u64;
         let nozero_min = if fmt.has_zero() { 0 } else { 1u64 << m };
         let max_ord = fmt.max_mag() + nozero_min;
+        debug_assert!(
+            max_ord < u64::MAX >> (64 - width),
+            "ordinals overflow the lane"
+        );
 
         // Results beyond max, for a positive (0) and a negative (1) input.
         let max_code = |neg: bool| fmt.max_mag() | if neg { fmt.sign_mask() } else { 0 };

@@ -171,6 +171,9 @@ pub fn all_formats() -> Vec<FloatFormat> {
         "e3m0:fn",
         "e7m12:fnuz",
         "ue3m3:fn",
+        // as wide as binary32: the ordinals of a format without zero pass 2^32
+        "ue9m23b0:fn:nozero",
+        "ue9m23b100:fn",
     ] {
         v.push(FloatFormat::parse(s).unwrap_or_else(|e| panic!("{s}: {e}")));
     }
