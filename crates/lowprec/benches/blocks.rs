@@ -6,7 +6,7 @@
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use lowprec::block::mx::{mx_quantize_into, MxElement, MxOptions};
 use lowprec::block::nvfp4::{nvfp4_quantize_into, Nvfp4Options};
-use lowprec::quant::{quantize_int_into, Granularity, IntOptions};
+use lowprec::quant::{quantize_int_codes_into, quantize_int_into, Granularity, IntOptions};
 
 fn bench(c: &mut Criterion) {
     let n = 1 << 20;
@@ -71,6 +71,22 @@ fn bench(c: &mut Criterion) {
                     &o,
                     &mut v,
                     &mut q,
+                    &mut sc,
+                    &mut z,
+                    &mut cl,
+                )
+                .unwrap()
+            })
+        });
+        // byte codes and scales only
+        g.bench_function(BenchmarkId::new("int-group128-codes", bits), |b| {
+            b.iter(|| {
+                quantize_int_codes_into(
+                    black_box(&x),
+                    row,
+                    &o,
+                    None,
+                    &mut codes,
                     &mut sc,
                     &mut z,
                     &mut cl,

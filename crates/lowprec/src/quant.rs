@@ -29,7 +29,7 @@
 //! ties).
 
 use crate::error::{Error, Result};
-use crate::round::Float;
+use crate::round::{Code, Float};
 use rayon::prelude::*;
 
 /// Which elements share a scale.
@@ -252,13 +252,15 @@ fn stats<I: Float>(x: &[I], both: bool) -> (f64, f64, f64, bool) {
 /// relative error below `2^−(W−1)`, so `rint(y)` is the seed's `rint(RN64(x / scale))`
 /// unless `y` lies within `|y| · 2^−(W−2)` of a half-integer; a piece of 256 elements with
 /// one that close is done again by division. Values `scale · (q − zero)` are formed in
-/// binary64 as the seed does, then rounded to `I`. Returns `(clipped, flushed)`.
+/// binary64 as the seed does, then rounded to `I`, and stored only when `V` (a zero value
+/// then means `q = zero`). Returns `(clipped, flushed)`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn group_lanes<I: Float>(
+fn group_lanes<I: Float, Q: QOut, const V: bool>(
     x: &[I],
     v: &mut [I],
-    q: &mut [i32],
+    q: &mut [Q],
+    mask: u32,
     scale: f64,
     zero: f64,
     qmin: f64,
@@ -288,9 +290,14 @@ fn group_lanes<I: Float>(
         } else {
             rr
         };
-        let val = I::from_f64(qc.sub(z).to_f64() * scale);
         let code = (qc.add(magic).to_bits().to_u64() as i32).wrapping_sub(magic_bits);
-        let flushed = val.to_f64() == 0.0 && xi.to_f64() != 0.0;
+        let (val, flushed) = if V {
+            let val = I::from_f64(qc.sub(z).to_f64() * scale);
+            (val, val.to_f64() == 0.0 && xi.to_f64() != 0.0)
+        } else {
+            // (scale above the least subnormal of I: only q = zero gives 0)
+            (I::default(), qc == z && xi != I::default())
+        };
         (code, val, (qc != rr) as u32, flushed as u32, near)
     };
     // the seed's formula, by division, for the vectors with an element near a half-integer
@@ -312,11 +319,14 @@ fn group_lanes<I: Float>(
     let (xs, xr) = x.split_at(x.len() / L * L);
     // pieces of 16 vectors: one test of the near flags per piece
     const PIECE: usize = 16 * L;
-    for ((xp, vp), qp) in xs
-        .chunks(PIECE)
-        .zip(v.chunks_mut(PIECE))
-        .zip(q.chunks_mut(PIECE))
-    {
+    // (without values, a piece's values go to this scratch, which stays in L1)
+    let mut scratch = [I::default(); PIECE];
+    for (p, (xp, qp)) in xs.chunks(PIECE).zip(q.chunks_mut(PIECE)).enumerate() {
+        let vp = if V {
+            &mut v[p * PIECE..p * PIECE + xp.len()]
+        } else {
+            &mut scratch[..xp.len()]
+        };
         let (mut cls, mut fls, mut near) = ([0u32; L], [0u32; L], [false; L]);
         for ((xa, va), qa) in xp
             .chunks_exact(L)
@@ -325,7 +335,7 @@ fn group_lanes<I: Float>(
         {
             for i in 0..L {
                 let (code, val, cl, fl, nr) = one(xa[i]);
-                qa[i] = code;
+                qa[i] = Q::put(code, mask);
                 va[i] = val;
                 cls[i] += cl;
                 fls[i] += fl;
@@ -335,7 +345,7 @@ fn group_lanes<I: Float>(
         if near.iter().any(|&n| n) {
             for ((&xi, vi), qi) in xp.iter().zip(vp.iter_mut()).zip(qp.iter_mut()) {
                 let (code, val, cl, fl) = exact(xi);
-                (*qi, *vi) = (code, val);
+                (*qi, *vi) = (Q::put(code, mask), val);
                 tail = (tail.0 + cl, tail.1 + fl);
             }
             continue;
@@ -351,8 +361,10 @@ fn group_lanes<I: Float>(
         if nr {
             (code, val, cl, fl) = exact(xi);
         }
-        q[at + i] = code;
-        v[at + i] = val;
+        q[at + i] = Q::put(code, mask);
+        if V {
+            v[at + i] = val;
+        }
         tail = (tail.0 + cl, tail.1 + fl);
     }
     let sum = |a: [u32; L]| a.iter().map(|&v| v as u64).sum::<u64>();
@@ -438,18 +450,98 @@ pub fn quantize_int_into<I: Float>(
     zeros: &mut [f64],
     clips: &mut [f64],
 ) -> Result<(u64, u64)> {
-    quantize_groups(x, row_len, o, values, q, scales, zeros, clips, true)
+    quantize_groups::<I, i32, true>(x, row_len, o, values, q, scales, zeros, clips, true)
+}
+
+/// [`quantize_int_into`] writing each `q` as its `bits`-bit code in `C` ([`int_code`]: two's
+/// complement for the symmetric mappings, plain for the asymmetric one; `u8` holds up to 8
+/// bits, `u16` up to 16), and the values only when `values` is given. This is the form that
+/// packing and storage want: one or two bytes per element instead of four (plus the values'),
+/// which is most of the time on a memory-bound machine.
+///
+/// # Errors
+///
+/// As [`quantize_int_into`], and [`Error::InvalidArgument`] when `C` is narrower than the
+/// quantization's bits.
+///
+/// ```
+/// use lowprec::quant::{quantize_int_codes_into, IntOptions, Mapping};
+/// let x = [0.0f32, 0.5, -1.0, 0.25];
+/// let (mut codes, mut s, mut z, mut c) = ([0u8; 4], [0.0; 1], [0.0; 1], [0.0; 1]);
+/// quantize_int_codes_into(&x, 4, &IntOptions::new(8), None, &mut codes, &mut s, &mut z, &mut c)
+///     .unwrap();
+/// assert_eq!(codes, [0, 64, 0x81, 32]); // −127 in two's complement
+/// let o = IntOptions { mapping: Mapping::Asymmetric, ..IntOptions::new(4) };
+/// let mut v = [0f32; 4];
+/// quantize_int_codes_into(&x, 4, &o, Some(&mut v), &mut codes, &mut s, &mut z, &mut c).unwrap();
+/// assert_eq!((codes, z[0]), ([10, 15, 0, 12], 10.0));
+/// ```
+#[allow(clippy::too_many_arguments)]
+pub fn quantize_int_codes_into<I: Float, C: Code>(
+    x: &[I],
+    row_len: usize,
+    o: &IntOptions,
+    values: Option<&mut [I]>,
+    codes: &mut [C],
+    scales: &mut [f64],
+    zeros: &mut [f64],
+    clips: &mut [f64],
+) -> Result<(u64, u64)> {
+    if o.bits > C::BITS {
+        return Err(Error::InvalidArgument(format!(
+            "{}-bit integer codes do not fit {}; take a code type of at least {} bits",
+            o.bits,
+            C::NAME,
+            o.bits
+        )));
+    }
+    match values {
+        Some(v) => {
+            quantize_groups::<I, C, true>(x, row_len, o, v, codes, scales, zeros, clips, true)
+        }
+        None => quantize_groups::<I, C, false>(
+            x,
+            row_len,
+            o,
+            &mut [],
+            codes,
+            scales,
+            zeros,
+            clips,
+            true,
+        ),
+    }
+}
+
+/// How a quantization stores each integer `q`: itself (`i32`) or its `bits`-bit code
+/// (a [`Code`], `mask = 2^bits − 1`).
+trait QOut: Copy + Default + Send + Sync + 'static {
+    fn put(q: i32, mask: u32) -> Self;
+}
+
+impl QOut for i32 {
+    #[inline(always)]
+    fn put(q: i32, _: u32) -> i32 {
+        q
+    }
+}
+
+impl<C: Code> QOut for C {
+    #[inline(always)]
+    fn put(q: i32, mask: u32) -> C {
+        C::from_u64(u64::from(q as u32 & mask))
+    }
 }
 
 /// [`quantize_int_into`], with the lane path (`lanes`) or binary64 division throughout
-/// (the tests' reference).
+/// (the tests' reference); `values` is ignored (and may be empty) unless `V`.
 #[allow(clippy::too_many_arguments)]
-fn quantize_groups<I: Float>(
+fn quantize_groups<I: Float, Q: QOut, const V: bool>(
     x: &[I],
     row_len: usize,
     o: &IntOptions,
     values: &mut [I],
-    q: &mut [i32],
+    q: &mut [Q],
     scales: &mut [f64],
     zeros: &mut [f64],
     clips: &mut [f64],
@@ -457,7 +549,7 @@ fn quantize_groups<I: Float>(
 ) -> Result<(u64, u64)> {
     let glen = o.group_len(x.len(), row_len)?;
     let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
-    if values.len() != x.len()
+    if (V && values.len() != x.len())
         || q.len() != x.len()
         || scales.len() != groups
         || zeros.len() != groups
@@ -473,11 +565,19 @@ fn quantize_groups<I: Float>(
         return Ok((0, 0));
     }
     let per = (1 << 14) / glen + 1; // groups per work item
-                                    // (the kernel counts NaN/Inf inputs as it goes; the error names the first one)
+    let step = glen * per;
+    let values: Vec<&mut [I]> = if V {
+        values.chunks_mut(step).collect()
+    } else {
+        (0..x.len().div_ceil(step))
+            .map(|_| Default::default())
+            .collect()
+    };
+    // (the kernel counts NaN/Inf inputs as it goes; the error names the first one)
     let (clipped, flushed, bad) = x
-        .par_chunks(glen * per)
-        .zip(values.par_chunks_mut(glen * per))
-        .zip(q.par_chunks_mut(glen * per))
+        .par_chunks(step)
+        .zip(values.into_par_iter())
+        .zip(q.par_chunks_mut(step))
         .zip(
             scales
                 .par_chunks_mut(per)
@@ -485,7 +585,7 @@ fn quantize_groups<I: Float>(
                 .zip(clips.par_chunks_mut(per)),
         )
         .map(|(((x, v), q), ((s, z), cl))| {
-            crate::simd::dispatch(Groups {
+            crate::simd::dispatch(Groups::<I, Q, V> {
                 o,
                 lanes,
                 glen,
@@ -508,21 +608,22 @@ fn quantize_groups<I: Float>(
     Ok((clipped, flushed))
 }
 
-/// One work item of integer quantization, compiled for the best instruction set.
-struct Groups<'a, I: Float> {
+/// One work item of integer quantization, compiled for the best instruction set; values
+/// written only when `V` (else `v` is empty).
+struct Groups<'a, I: Float, Q: QOut, const V: bool> {
     o: &'a IntOptions,
     /// Whether groups may take [`group_lanes`].
     lanes: bool,
     glen: usize,
     x: &'a [I],
     v: &'a mut [I],
-    q: &'a mut [i32],
+    q: &'a mut [Q],
     s: &'a mut [f64],
     z: &'a mut [f64],
     cl: &'a mut [f64],
 }
 
-impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
+impl<I: Float, Q: QOut, const V: bool> crate::simd::Kernel for Groups<'_, I, Q, V> {
     /// `(clipped, flushed, non-finite inputs)`.
     type Output = (u64, u64, u64);
     #[inline(always)]
@@ -539,6 +640,7 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
             cl,
         } = self;
         let (qmin, qmax) = o.range();
+        let mask = (1u32 << o.bits) - 1;
         // (the binary64 copy of a group, allocated only when a group takes the division path:
         // a per-tensor group is the whole tensor)
         let mut buf = Vec::new();
@@ -550,12 +652,12 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
             Clip::Ratio(c) => c,
             _ => 1.0,
         };
-        for (k, ((xg, vg), qg)) in x
-            .chunks(glen)
-            .zip(v.chunks_mut(glen))
-            .zip(q.chunks_mut(glen))
-            .enumerate()
-        {
+        for (k, (xg, qg)) in x.chunks(glen).zip(q.chunks_mut(glen)).enumerate() {
+            let vg: &mut [I] = if V {
+                &mut v[k * glen..k * glen + xg.len()]
+            } else {
+                &mut []
+            };
             if lanes {
                 let (amax, lo, hi, finite) = stats(xg, o.mapping == Mapping::Asymmetric);
                 let g = params_of(amax, lo, hi, o, c_lanes);
@@ -563,7 +665,17 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
                 // |y| stays far below 2^22, where the rounding constant works
                 let fits = r.to_f64().is_normal() && amax * r.to_f64() < 1048576.0;
                 if finite && fits {
-                    let (n_clip, n_flush) = group_lanes(xg, vg, qg, g.scale, g.zero, qmin, qmax, r);
+                    // without values, the values are not formed: `1/scale` is a normal
+                    // number of I here, so scale exceeds I's least subnormal, and only
+                    // `q = zero` gives a zero value
+                    let (n_clip, n_flush) = if V {
+                        group_lanes::<I, Q, true>(xg, vg, qg, mask, g.scale, g.zero, qmin, qmax, r)
+                    } else {
+                        debug_assert!(
+                            g.scale > crate::format::pow2(1 - I::BIAS as i32 - I::MANT as i32)
+                        );
+                        group_lanes::<I, Q, false>(xg, vg, qg, mask, g.scale, g.zero, qmin, qmax, r)
+                    };
                     clipped += n_clip;
                     flushed += n_flush;
                     (s[k], z[k], cl[k]) = (g.scale, g.zero, c_lanes);
@@ -597,14 +709,16 @@ impl<I: Float> crate::simd::Kernel for Groups<'_, I> {
             };
             let g = params(xs, o, c);
             let (scale, zero) = (g.scale, g.zero);
-            for ((vv, qq), &xv) in vg.iter_mut().zip(qg.iter_mut()).zip(xs.iter()) {
+            for (j, (qq, &xv)) in qg.iter_mut().zip(xs.iter()).enumerate() {
                 let r = (xv / scale).round_ties_even() + zero;
                 let qc = r.clamp(qmin, qmax);
                 clipped += (qc != r) as u64;
                 let val = scale * (qc - zero);
                 flushed += (val == 0.0 && xv != 0.0) as u64;
-                *qq = qc as i32;
-                *vv = I::from_f64(val);
+                *qq = Q::put(qc as i32, mask);
+                if V {
+                    vg[j] = I::from_f64(val);
+                }
             }
             s[k] = scale;
             z[k] = zero;
@@ -670,7 +784,7 @@ mod tests {
                 clipped: 0,
                 flushed: 0,
             };
-            (out.clipped, out.flushed) = quantize_groups(
+            (out.clipped, out.flushed) = quantize_groups::<I, i32, true>(
                 x,
                 row,
                 o,
@@ -744,5 +858,96 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The code forms ([`quantize_int_codes_into`], with and without values, `u8` and `u16`)
+    /// equal [`int_code`] of `q` from [`quantize_int`], with the same values, scales, zero
+    /// points and counts, on the lane path (≤ 8 bits) and the division path (12 bits, clip
+    /// search); a code type narrower than the bits is refused.
+    #[test]
+    fn codes_are_int_code_of_q() {
+        fn check<C: Code>(x: &[f32], row: usize, o: &IntOptions, with_values: bool) {
+            let want = quantize_int(x, row, o).unwrap();
+            let g = want.scales.len();
+            let mut codes = vec![C::default(); x.len()];
+            let mut v = vec![f32::NAN; x.len()];
+            let (mut s, mut z, mut c) = (vec![0.0; g], vec![0.0; g], vec![0.0; g]);
+            let counts = quantize_int_codes_into(
+                x,
+                row,
+                o,
+                with_values.then_some(&mut v[..]),
+                &mut codes,
+                &mut s,
+                &mut z,
+                &mut c,
+            )
+            .unwrap();
+            let what = format!("{o:?} {} values {with_values}", C::NAME);
+            let bad = codes
+                .iter()
+                .zip(&want.q)
+                .position(|(&c, &q)| c.to_u64() != u64::from(int_code(q, o.bits)));
+            assert_eq!(bad, None, "first differing code, {what}");
+            assert_eq!(counts, (want.clipped, want.flushed), "{what}");
+            assert_eq!(
+                (&s, &z, &c),
+                (&want.scales, &want.zeros, &want.clips),
+                "{what}"
+            );
+            if with_values {
+                let bad = v
+                    .iter()
+                    .zip(&want.values)
+                    .position(|(a, b)| a.to_bits() != b.to_bits());
+                assert_eq!(bad, None, "first differing value, {what}");
+            } else {
+                assert!(v.iter().all(|v| v.is_nan()), "values written, {what}");
+            }
+        }
+        let (glen, row) = (128, 512);
+        let mut x = data(row * 40, glen, 9);
+        // groups of subnormals (the division path, values flushed to zero in binary32)
+        let mut next = crate::block::test_bits(10);
+        for k in 0..glen * 8 {
+            let r = next();
+            let m = (r % (1 + (k / glen) as u64 * 40)) as u32;
+            x.push(f32::from_bits(m | ((r >> 40) as u32 & 1) << 31));
+        }
+        for mapping in [
+            Mapping::Symmetric,
+            Mapping::SymmetricFull,
+            Mapping::Asymmetric,
+        ] {
+            for granularity in [Granularity::Group(glen), Granularity::Tensor] {
+                for (bits, clip) in [(4, Clip::None), (8, Clip::Ratio(0.9)), (12, Clip::Mse)] {
+                    let o = IntOptions {
+                        mapping,
+                        granularity,
+                        clip,
+                        ..IntOptions::new(bits)
+                    };
+                    if bits <= 8 {
+                        check::<u8>(&x, row, &o, false);
+                        check::<u8>(&x, row, &o, true);
+                    }
+                    check::<u16>(&x, row, &o, false);
+                    check::<u16>(&x, row, &o, true);
+                }
+            }
+        }
+        let o = IntOptions::new(12);
+        let (mut codes, mut s) = (vec![0u8; 4], [0.0; 1]);
+        let e = quantize_int_codes_into(
+            &x[..4],
+            4,
+            &o,
+            None,
+            &mut codes,
+            &mut s,
+            &mut [0.0],
+            &mut [0.0],
+        );
+        assert!(matches!(e, Err(Error::InvalidArgument(m)) if m.contains("uint8")));
     }
 }

@@ -25,7 +25,7 @@ use crate::block::nvfp4::{self, Convention, Nvfp4Options};
 use crate::block::tensor::tensor_scaled;
 use crate::block::BlockStatus;
 use crate::error::{Error, Result};
-use crate::quant::{quantize_int, Clip, Granularity, IntOptions, Mapping};
+use crate::quant::{quantize_int_codes_into, Clip, Granularity, IntOptions, Mapping};
 use crate::round::{Float, Overflow, RoundOptions, Rounder};
 use crate::FloatFormat;
 use std::fmt;
@@ -348,23 +348,30 @@ impl Scheme {
                 from_block(&mut q, st, 0);
             }
             Scheme::Int(o) => {
-                let r = quantize_int(x, row_len, o)?;
-                q.values = r.values;
-                q.codes
-                    .iter_mut()
-                    .zip(&r.q)
-                    .for_each(|(d, &v)| *d = crate::quant::int_code(v, o.bits));
+                let groups = n
+                    .div_ceil(o.group_len(n, row_len)?)
+                    .max(usize::from(n == 0));
+                let (mut scales, mut zeros, mut clips) =
+                    (vec![1.0; groups], vec![0.0; groups], vec![1.0; groups]);
+                (q.saturated, q.flushed) = quantize_int_codes_into(
+                    x,
+                    row_len,
+                    o,
+                    Some(&mut q.values),
+                    &mut q.codes,
+                    &mut scales,
+                    &mut zeros,
+                    &mut clips,
+                )?;
                 q.scales_per_row = match o.granularity {
                     Granularity::Tensor => 0,
                     Granularity::Channel => 1,
                     Granularity::Group(g) => row_len / g,
                 };
-                q.scales = Scales::Values(r.scales);
+                q.scales = Scales::Values(scales);
                 if o.mapping == Mapping::Asymmetric {
-                    q.zeros = Some(r.zeros);
+                    q.zeros = Some(zeros);
                 }
-                q.saturated = r.clipped;
-                q.flushed = r.flushed;
             }
         }
         Ok(q)

@@ -4,6 +4,7 @@
 use crate::table::Table;
 use anyhow::{Context, Result};
 use lowprec::format::PRESETS;
+use lowprec::quant::quantize_int_codes_into;
 use lowprec::{encode_into, round_into, FloatFormat, RoundOptions, RoundingMode};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -24,8 +25,8 @@ pub struct Args {
     /// Formats (default: every preset).
     #[arg(long = "format", short = 'f')]
     pub formats: Vec<String>,
-    /// Block and integer schemes to time as `quantize` records (values, codes and scales;
-    /// block schemes also as `encode` records: codes and scales only) (default: mx:fp8-e4m3,
+    /// Block and integer schemes to time as `quantize` records (values, codes and scales)
+    /// and as `encode` records (codes and scales only; integer codes in bytes up to 8 bits) (default: mx:fp8-e4m3,
     /// mx:fp6-e2m3, mx:fp4-e2m1, mxint8, nvfp4, int8:group=128, int4:group=128; `none` for
     /// none), on rows of 4096.
     #[arg(long = "scheme", short = 's')]
@@ -87,7 +88,6 @@ struct Bufs {
     c32: Vec<u32>,
     c64: Vec<u64>,
     s8: Vec<u8>,
-    q32: Vec<i32>,
 }
 
 fn measure(
@@ -188,10 +188,17 @@ fn measure(
                 let groups = n.div_ceil(g);
                 let (mut sc, mut z, mut cl) =
                     (vec![0f64; groups], vec![0f64; groups], vec![0f64; groups]);
+                // (codes of at most 8 bits in bytes, wider ones in u16)
                 time(a.reps, || {
-                    drop(lowprec::quant::quantize_int_into(
-                        &b.x32, row, o, &mut b.y32, &mut b.q32, &mut sc, &mut z, &mut cl,
-                    ))
+                    let (x, v) = (&b.x32, Some(&mut b.y32[..]));
+                    drop(match o.bits {
+                        0..=8 => quantize_int_codes_into(
+                            x, row, o, v, &mut b.c8, &mut sc, &mut z, &mut cl,
+                        ),
+                        _ => quantize_int_codes_into(
+                            x, row, o, v, &mut b.c16, &mut sc, &mut z, &mut cl,
+                        ),
+                    })
                 })
             }
             s => time(a.reps, || drop(s.apply(&b.x32, row))),
@@ -224,6 +231,22 @@ fn measure(
                     &mut b.s8[..nb],
                 ))
             })),
+            Scheme::Int(o) => {
+                let groups = n.div_ceil(o.group_len(n, row)?);
+                let (mut sc, mut z, mut cl) =
+                    (vec![0f64; groups], vec![0f64; groups], vec![0f64; groups]);
+                Some(time(a.reps, || {
+                    let x = &b.x32;
+                    drop(match o.bits {
+                        0..=8 => quantize_int_codes_into(
+                            x, row, o, None, &mut b.c8, &mut sc, &mut z, &mut cl,
+                        ),
+                        _ => quantize_int_codes_into(
+                            x, row, o, None, &mut b.c16, &mut sc, &mut z, &mut cl,
+                        ),
+                    })
+                }))
+            }
             _ => None,
         };
         if let Some(t) = t {
@@ -312,7 +335,6 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         c32: vec![1; n],
         c64: vec![1; n],
         s8: vec![1; n / 16 + 1],
-        q32: vec![1; n],
     };
     let schemes: Vec<(String, lowprec::scheme::Scheme)> = if a.schemes.iter().any(|s| s == "none") {
         vec![]
