@@ -601,8 +601,7 @@ fn quantize_int<'py>(
     ) -> PyResult<Bound<'py, PyDict>> {
         let x = slice(a)?;
         let shape = a.shape();
-        let glen = o.group_len(x.len(), row_len(shape)).map_err(err)?;
-        let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
+        let groups = o.groups(x.len(), row_len(shape)).map_err(err)?;
         let q = PyArrayDyn::<i32>::zeros(py, IxDyn(shape), false);
         let (mut sc, mut ze, mut cl) = (vec![1.0; groups], vec![0.0; groups], vec![1.0; groups]);
         let (values, (clipped, flushed)) = {

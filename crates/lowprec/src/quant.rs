@@ -126,6 +126,16 @@ impl IntOptions {
         })
     }
 
+    /// The number of scales (groups) for `len` elements whose last axis is `row_len`: one
+    /// per [`group_len`](Self::group_len) elements, and one for an empty tensor.
+    ///
+    /// # Errors
+    ///
+    /// As [`group_len`](Self::group_len).
+    pub fn groups(&self, len: usize, row_len: usize) -> Result<usize> {
+        Ok(group_count(len, self.group_len(len, row_len)?))
+    }
+
     fn range(&self) -> (f64, f64) {
         let b = self.bits;
         match self.mapping {
@@ -156,6 +166,11 @@ pub struct IntQuantized<O> {
     pub clipped: u64,
     /// Nonzero elements that became 0.
     pub flushed: u64,
+}
+
+/// Groups of `glen` elements in `len` (one for an empty tensor).
+fn group_count(len: usize, glen: usize) -> usize {
+    len.div_ceil(glen).max(usize::from(len == 0))
 }
 
 struct Group {
@@ -407,8 +422,7 @@ fn sse(x: &[f64], g: &Group, o: &IntOptions) -> f64 {
 /// assert_eq!(quantize_int(&x, 4, &g).unwrap().scales.len(), 2);
 /// ```
 pub fn quantize_int<I: Float>(x: &[I], row_len: usize, o: &IntOptions) -> Result<IntQuantized<I>> {
-    let glen = o.group_len(x.len(), row_len)?;
-    let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
+    let groups = o.groups(x.len(), row_len)?;
     let mut out = IntQuantized {
         values: vec![I::default(); x.len()],
         q: vec![0; x.len()],
@@ -548,7 +562,7 @@ fn quantize_groups<I: Float, Q: QOut, const V: bool>(
     lanes: bool,
 ) -> Result<(u64, u64)> {
     let glen = o.group_len(x.len(), row_len)?;
-    let groups = x.len().div_ceil(glen).max(usize::from(x.is_empty()));
+    let groups = group_count(x.len(), glen);
     if (V && values.len() != x.len())
         || q.len() != x.len()
         || scales.len() != groups

@@ -348,9 +348,7 @@ impl Scheme {
                 from_block(&mut q, st, 0);
             }
             Scheme::Int(o) => {
-                let groups = n
-                    .div_ceil(o.group_len(n, row_len)?)
-                    .max(usize::from(n == 0));
+                let groups = o.groups(n, row_len)?;
                 let (mut scales, mut zeros, mut clips) =
                     (vec![1.0; groups], vec![0.0; groups], vec![1.0; groups]);
                 (q.saturated, q.flushed) = quantize_int_codes_into(

@@ -184,8 +184,7 @@ fn measure(
                 ))
             }),
             Scheme::Int(o) => {
-                let g = o.group_len(n, row)?;
-                let groups = n.div_ceil(g);
+                let groups = o.groups(n, row)?;
                 let (mut sc, mut z, mut cl) =
                     (vec![0f64; groups], vec![0f64; groups], vec![0f64; groups]);
                 // (codes of at most 8 bits in bytes, wider ones in u16)
@@ -232,7 +231,7 @@ fn measure(
                 ))
             })),
             Scheme::Int(o) => {
-                let groups = n.div_ceil(o.group_len(n, row)?);
+                let groups = o.groups(n, row)?;
                 let (mut sc, mut z, mut cl) =
                     (vec![0f64; groups], vec![0f64; groups], vec![0f64; groups]);
                 Some(time(a.reps, || {
