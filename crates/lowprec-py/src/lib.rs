@@ -543,7 +543,7 @@ fn tensor_scaled<'py>(
     }
 }
 
-/// Affine integers: `{values, q, scales, zeros, clips, clipped, flushed}`; granularity
+/// Affine integers: `{values, q (int64), scales, zeros, clips, clipped, flushed}`; granularity
 /// `tensor`, `channel` (rows along the last axis) or `group` (of `group` elements).
 #[pyfunction]
 #[pyo3(signature = (x, bits=8, mapping="symmetric", granularity="tensor", group=0, clip=None))]
@@ -602,7 +602,7 @@ fn quantize_int<'py>(
         let x = slice(a)?;
         let shape = a.shape();
         let groups = o.groups(x.len(), row_len(shape)).map_err(err)?;
-        let q = PyArrayDyn::<i32>::zeros(py, IxDyn(shape), false);
+        let q = PyArrayDyn::<i64>::zeros(py, IxDyn(shape), false);
         let (mut sc, mut ze, mut cl) = (vec![1.0; groups], vec![0.0; groups], vec![1.0; groups]);
         let (values, (clipped, flushed)) = {
             let mut qw = q.readwrite();

@@ -447,25 +447,32 @@ pub fn quantize_int<I: Float>(x: &[I], row_len: usize, o: &IntOptions) -> Result
     Ok(out)
 }
 
-/// [`quantize_int`] into the caller's buffers (`values` and `q` as long as `x`; `scales`,
-/// `zeros` and `clips` one per group); returns (clipped, flushed).
+/// [`quantize_int`] into the caller's buffers (`values` and `q` as long as `x`, `q` in
+/// `i32` or `i64`; `scales`, `zeros` and `clips` one per group); returns (clipped, flushed).
 ///
 /// # Errors
 ///
 /// As [`quantize_int`], and [`Error::InvalidArgument`] for buffers of the wrong length.
 #[allow(clippy::too_many_arguments)]
-pub fn quantize_int_into<I: Float>(
+pub fn quantize_int_into<I: Float, Q: IntValue>(
     x: &[I],
     row_len: usize,
     o: &IntOptions,
     values: &mut [I],
-    q: &mut [i32],
+    q: &mut [Q],
     scales: &mut [f64],
     zeros: &mut [f64],
     clips: &mut [f64],
 ) -> Result<(u64, u64)> {
-    quantize_groups::<I, i32, true>(x, row_len, o, values, q, scales, zeros, clips, true)
+    quantize_groups::<I, Q, true>(x, row_len, o, values, q, scales, zeros, clips, true)
 }
+
+/// A signed integer type that holds each `q` of [`quantize_int_into`] itself: `i32`, or
+/// `i64` for callers (numpy's default integer) that would otherwise widen a copy. Sealed.
+pub trait IntValue: store::QOut {}
+
+impl IntValue for i32 {}
+impl IntValue for i64 {}
 
 /// [`quantize_int_into`] writing each `q` as its `bits`-bit code in `C` ([`int_code`]: two's
 /// complement for the symmetric mappings, plain for the asymmetric one; `u8` holds up to 8
@@ -527,25 +534,40 @@ pub fn quantize_int_codes_into<I: Float, C: Code>(
     }
 }
 
-/// How a quantization stores each integer `q`: itself (`i32`) or its `bits`-bit code
-/// (a [`Code`], `mask = 2^bits − 1`).
-trait QOut: Copy + Default + Send + Sync + 'static {
-    fn put(q: i32, mask: u32) -> Self;
-}
+/// The private trait that seals [`IntValue`] (a `pub` trait in a private module).
+mod store {
+    use crate::round::Code;
 
-impl QOut for i32 {
-    #[inline(always)]
-    fn put(q: i32, _: u32) -> i32 {
-        q
+    /// How a quantization stores each integer `q`: itself (`i32`, `i64`) or its `bits`-bit code
+    /// (a [`Code`], `mask = 2^bits − 1`).
+    pub trait QOut: Copy + Default + Send + Sync + 'static {
+        /// `q` as stored (`mask = 2^bits − 1` for a code).
+        fn put(q: i32, mask: u32) -> Self;
+    }
+
+    impl QOut for i32 {
+        #[inline(always)]
+        fn put(q: i32, _: u32) -> i32 {
+            q
+        }
+    }
+
+    impl QOut for i64 {
+        #[inline(always)]
+        fn put(q: i32, _: u32) -> i64 {
+            i64::from(q)
+        }
+    }
+
+    impl<C: Code> QOut for C {
+        #[inline(always)]
+        fn put(q: i32, mask: u32) -> C {
+            C::from_u64(u64::from(q as u32 & mask))
+        }
     }
 }
 
-impl<C: Code> QOut for C {
-    #[inline(always)]
-    fn put(q: i32, mask: u32) -> C {
-        C::from_u64(u64::from(q as u32 & mask))
-    }
-}
+use store::QOut;
 
 /// [`quantize_int_into`], with the lane path (`lanes`) or binary64 division throughout
 /// (the tests' reference); `values` is ignored (and may be empty) unless `V`.
@@ -963,5 +985,40 @@ mod tests {
             &mut [0.0],
         );
         assert!(matches!(e, Err(Error::InvalidArgument(m)) if m.contains("uint8")));
+    }
+
+    /// `q` in `i64` is `q` in `i32` widened, with the same values, scales, zero points and
+    /// counts, for each mapping on the lane path (8 bits) and the division path (16 bits).
+    #[test]
+    fn i64_q_is_the_i32_q_widened() {
+        let (glen, row) = (64, 256);
+        let x = data(row * 30, glen, 12);
+        for mapping in [
+            Mapping::Symmetric,
+            Mapping::SymmetricFull,
+            Mapping::Asymmetric,
+        ] {
+            for bits in [8, 16] {
+                let o = IntOptions {
+                    mapping,
+                    granularity: Granularity::Group(glen),
+                    ..IntOptions::new(bits)
+                };
+                let want = quantize_int(&x, row, &o).unwrap();
+                let g = want.scales.len();
+                let (mut v, mut q) = (vec![0f32; x.len()], vec![i64::MIN; x.len()]);
+                let (mut s, mut z, mut c) = (vec![0.0; g], vec![0.0; g], vec![0.0; g]);
+                let counts =
+                    quantize_int_into(&x, row, &o, &mut v, &mut q, &mut s, &mut z, &mut c).unwrap();
+                let wide: Vec<i64> = want.q.iter().map(|&q| i64::from(q)).collect();
+                assert!(q == wide, "{o:?}");
+                assert!(v
+                    .iter()
+                    .zip(&want.values)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()));
+                assert_eq!(counts, (want.clipped, want.flushed));
+                assert_eq!((s, z, c), (want.scales, want.zeros, want.clips));
+            }
+        }
     }
 }

@@ -122,3 +122,74 @@ fn index_offsets_across_a_multiple_of_2_pow_32() {
         assert_eq!(r.code.map(|c| c as u16), Some(codes[i]), "element {i}");
     }
 }
+
+/// The Hillis–Steele scan level by level, as the seed writes it: the reference order.
+fn scan_level_by_level<T: Copy + std::ops::Add<Output = T>>(x: &[T]) -> Vec<T> {
+    let mut scan = x.to_vec();
+    let mut shift = 1;
+    while shift < x.len() {
+        let old = scan.clone();
+        for i in shift..x.len() {
+            scan[i] = old[i] + old[i - shift];
+        }
+        shift *= 2;
+    }
+    scan
+}
+
+#[test]
+fn prefix_scan_levels_and_threads_agree_with_the_level_by_level_scan() {
+    use lowprec::range::{prefix_sum, Complex32};
+    let levels: Vec<Level> = [Level::Portable, Level::Avx2, Level::Avx512]
+        .into_iter()
+        .filter(|&l| l <= simd::detected())
+        .collect();
+    let mut s = 7u64;
+    let mut next = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // signed values over 2^-20 … 2^20, so every level rounds
+        let m = ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0;
+        m * 2f64.powi((s % 41) as i32 - 20)
+    };
+    // 2.5M + 1 entries: 306 rows of the 8192-wide view, the last one partial, so the high
+    // levels take all three views (row shifts 1 … 8, 16 … 128, 256 … 2048)
+    let x: Vec<f32> = (0..2_500_001).map(|_| next() as f32).collect();
+    let d: Vec<f64> = (0..600_001).map(|_| next()).collect();
+    let z: Vec<Complex32> = (0..300_001)
+        .map(|_| Complex32::new(next() as f32, next() as f32))
+        .collect();
+    let (rx, rd, rz) = (
+        scan_level_by_level(&x),
+        scan_level_by_level(&d),
+        scan_level_by_level(&z),
+    );
+    let bits32 = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let bits64 = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    for &level in &levels {
+        for threads in [1, 2] {
+            simd::set_max_level(level);
+            let (px, pd, pz) =
+                pool(threads).install(|| (prefix_sum(&x), prefix_sum(&d), prefix_sum(&z)));
+            simd::set_max_level(Level::Avx512);
+            assert!(
+                bits32(&px) == bits32(&rx),
+                "binary32 at {level:?}, {threads} threads"
+            );
+            assert!(
+                bits64(&pd) == bits64(&rd),
+                "binary64 at {level:?}, {threads} threads"
+            );
+            let zb = |v: &[Complex32]| {
+                v.iter()
+                    .flat_map(|c| [c.re.to_bits(), c.im.to_bits()])
+                    .collect::<Vec<_>>()
+            };
+            assert!(
+                zb(&pz) == zb(&rz),
+                "complex at {level:?}, {threads} threads"
+            );
+        }
+    }
+}

@@ -820,5 +820,18 @@ fn scaled_square_sum_equals_the_two_pass_order() {
         let want = pairwise_sum(&squares) as f64 * 2f64.powi(2 * e);
         let got = scaled_square_sum(&x, None).unwrap();
         assert_eq!(got.to_bits(), want.to_bits(), "n = {n}");
+        // a non-finite value anywhere, in a leaf of any guess, is refused
+        for (at, bad) in [
+            (n / 2, f32::INFINITY),
+            (n - 1, f32::NAN),
+            (0, -f32::INFINITY),
+        ] {
+            let mut y = x.clone();
+            y[at] = bad;
+            assert!(
+                scaled_square_sum(&y, None).is_err(),
+                "n = {n}, {bad} at {at}"
+            );
+        }
     }
 }

@@ -583,7 +583,7 @@ def quantize_int(x, bits=8, symmetric=True, granularity="tensor", group=None, cl
         raise ValueError("group granularity needs a group size that divides the last axis")
     r = _lowprec.quantize_int(a, bits, "symmetric" if symmetric else "asymmetric",
                               granularity, group or 0, clip)
-    return (r["values"], r["q"].astype(np.int64), r["scales"][:, None], r["zeros"][:, None])
+    return (r["values"], r["q"], r["scales"][:, None], r["zeros"][:, None])
 
 
 # ---------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@
 use super::element::{pow2_pair, Element, Real};
 use super::exponent::exponent_of;
 use super::RangeError;
-use crate::simd::{columns4, dispatch, stream8, transpose16, Kernel};
+use crate::simd::{columns4, dispatch, stream8, Kernel};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -154,12 +154,48 @@ fn reduce<T: Element>(a: &mut [T; LEAF / 2], b: &mut [T; LEAF / 4], mut w: usize
     }
 }
 
+/// `out[i] = a[2i] + a[2i + 1]`: one level of the tree on a fixed width, which the compiler
+/// unrolls and keeps in registers.
+#[inline(always)]
+fn halve<T: Element, const N: usize, const H: usize>(a: &[T; N]) -> [T; H] {
+    let mut out = [T::ZERO; H];
+    for (o, p) in out.iter_mut().zip(a.chunks_exact(2)) {
+        *o = p[0] + p[1];
+    }
+    out
+}
+
+/// [`reduce`] of a whole leaf's pairs (`LEAF / 2` = 128 entries), level by level on fixed
+/// widths.
+#[inline(always)]
+fn reduce_leaf<T: Element>(a: &[T; LEAF / 2]) -> T {
+    let b: [T; 64] = halve(a);
+    let c: [T; 32] = halve(&b);
+    let d: [T; 16] = halve(&c);
+    let e: [T; 8] = halve(&d);
+    let f: [T; 4] = halve(&e);
+    let g: [T; 2] = halve(&f);
+    g[0] + g[1]
+}
+
 /// The sum of the full, aligned subtree `[lo, lo + w)`, `w` a power of two.
 struct FullTree<'a, S, T> {
     src: &'a S,
     lo: usize,
     w: usize,
     _t: PhantomData<T>,
+}
+
+impl<'a, S, T> FullTree<'a, S, T> {
+    /// The subtree `[lo, lo + w)` of `src`.
+    fn new(src: &'a S, lo: usize, w: usize) -> Self {
+        FullTree {
+            src,
+            lo,
+            w,
+            _t: PhantomData,
+        }
+    }
 }
 
 impl<T: Element, S: Terms<T>> Kernel for FullTree<'_, S, T> {
@@ -182,7 +218,7 @@ impl<T: Element, S: Terms<T>> Kernel for FullTree<'_, S, T> {
         let mut top = 0;
         for j in 0..w / LEAF {
             src.pairs(lo + j * LEAF, &mut a);
-            let mut s = reduce(&mut a, &mut b, LEAF / 2);
+            let mut s = reduce_leaf(&a);
             let mut k = j;
             while k & 1 == 1 {
                 top -= 1;
@@ -203,12 +239,7 @@ fn tree<T: Element, S: Terms<T>>(src: &S, lo: usize, w: usize, n: usize, par: bo
         return T::ZERO;
     }
     if lo + w <= n && w <= CHUNK {
-        return dispatch(FullTree {
-            src,
-            lo,
-            w,
-            _t: PhantomData,
-        });
+        return dispatch(FullTree::new(src, lo, w));
     }
     let h = w / 2;
     let (l, r) = if par && w > CHUNK {
@@ -288,8 +319,10 @@ const TILE_LEVELS: u32 = STREAM_LEVELS + 5;
 const ROW: usize = 1 << TILE_LEVELS;
 /// Outputs per tile of the low levels.
 const TILE: usize = 1 << 16;
-/// Columns per strip of the high levels.
+/// Columns per strip of the high levels (at most).
 const STRIP: usize = 128;
+/// Bytes of a strip's buffer (at most, unless a strip is one vector wide).
+const STRIP_BYTES: usize = 1 << 19;
 /// Below this many values the scan runs level by level.
 const SMALL: usize = 1 << 10;
 
@@ -559,118 +592,36 @@ impl<T: Element> Kernel for AddShifted<'_, T> {
     }
 }
 
-/// Transpose a block of `LANES × LANES` in place.
-#[inline(always)]
-fn transpose<T: Element>(b: &mut [V<T>; LANES]) {
-    if !transpose16(b) {
-        for i in 1..LANES {
-            let (top, rest) = b.split_at_mut(i);
-            for (j, row) in top.iter_mut().enumerate() {
-                std::mem::swap(&mut row[i], &mut rest[0][j]);
-            }
-        }
-    }
-}
-
-/// `cols[c · mp + q] = segs[q][c]`, rows `q ≥ segs.len()` (up to `mp`) as `+0`.
-struct Gather<'a, 'b, T> {
-    segs: &'a [&'b mut [T]],
-    cols: &'a mut [T],
-    mp: usize,
-    width: usize,
-}
-
-impl<T: Element> Kernel for Gather<'_, '_, T> {
-    type Output = ();
-    #[inline(always)]
-    fn run(self) {
-        let (segs, m, mp) = (self.segs, self.segs.len(), self.mp);
-        let z = [T::ZERO; LANES];
-        for q0 in (0..mp).step_by(LANES) {
-            for k in (0..self.width).step_by(LANES) {
-                let mut b = [z; LANES];
-                for (v, seg) in b.iter_mut().zip(segs[q0.min(m)..].iter()) {
-                    let seg = &seg[k.min(seg.len())..];
-                    match <&V<T>>::try_from(&seg[..LANES.min(seg.len())]) {
-                        Ok(full) => *v = *full,
-                        Err(_) => v[..seg.len()].copy_from_slice(seg),
-                    }
-                }
-                transpose(&mut b);
-                for (c, v) in b.iter().enumerate() {
-                    store(self.cols, (k + c) * mp + q0, v);
-                }
-            }
-        }
-    }
-}
-
-/// `segs[q][c] = scanned[c · mp + q]`.
-struct Scatter<'a, 'b, T> {
-    segs: &'a mut [&'b mut [T]],
-    scanned: &'a [T],
-    mp: usize,
-    width: usize,
-}
-
-impl<T: Element> Kernel for Scatter<'_, '_, T> {
-    type Output = ();
-    #[inline(always)]
-    fn run(self) {
-        let (m, mp) = (self.segs.len(), self.mp);
-        for q0 in (0..mp).step_by(LANES) {
-            for k in (0..self.width).step_by(LANES) {
-                let mut b: [V<T>; LANES] =
-                    std::array::from_fn(|c| load(self.scanned, (k + c) * mp + q0));
-                transpose(&mut b);
-                for (v, seg) in b.iter().zip(self.segs[q0.min(m)..].iter_mut()) {
-                    let n = seg.len();
-                    let seg = &mut seg[k.min(n)..];
-                    let l = LANES.min(seg.len());
-                    match <&mut V<T>>::try_from(&mut seg[..l]) {
-                        Ok(full) => *full = *v,
-                        Err(_) => seg.copy_from_slice(&v[..l]),
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Reusable buffers of a strip: its columns, their scans, and a tile's buffer.
-type StripBufs<T> = (Vec<T>, Vec<T>, Vec<T>);
-
 /// The high levels (row shifts `1, 2, 4, …` of the `ROW`-wide view) for one strip of
-/// `STRIP` columns, `segs[q]` row `q`'s part: each column, transposed into a line of its
-/// own, is a whole scan of its rows.
-fn high_strip<T: Element>(segs: &mut [&mut [T]], bufs: &mut StripBufs<T>) {
+/// columns, `segs[q]` row `q`'s part (all as wide but the last): the strip is copied into
+/// `buf` row by row, its columns take the levels four at a time ([`Columns4`] with row
+/// shifts `1 … 8`, then on the view of rows 16 times as long, shifts `16 … 128`, and so
+/// on: each row `r` adds row `r − s` as a column scan does), and it is copied back.
+fn high_strip<T: Element>(segs: &mut [&mut [T]], buf: &mut Vec<T>) {
     let m = segs.len();
     let width = segs.first().map_or(0, |s| s.len());
-    let mp = round_up(m, LANES);
-    let (cols, scanned, buf) = bufs;
-    // every entry read below is written first
-    grow(cols, STRIP * mp);
-    grow(scanned, STRIP * mp);
-    dispatch(Gather {
-        segs,
-        cols,
-        mp,
-        width,
-    });
-    for c in 0..width {
-        let (src, dst) = (&cols[c * mp..][..m], &mut scanned[c * mp..][..m]);
-        if m <= ROW {
-            low_tile(src, 0, dst, buf);
-        } else {
-            scan_into(src, dst);
-        }
+    // the rows of the last view: each view adds the levels of row shifts mult · 1 … 8
+    let mut top = 1;
+    while top * 16 < m {
+        top *= 16;
     }
-    dispatch(Scatter {
-        segs,
-        scanned,
-        mp,
-        width,
-    });
+    // every row of every view lies in buf (rows past m feed no output, whatever they hold)
+    grow(buf, round_up(m, top) * width);
+    for (seg, row) in segs.iter().zip(buf.chunks_mut(width)) {
+        row[..seg.len()].copy_from_slice(seg);
+    }
+    let mut mult = 1;
+    while mult < m {
+        let (row, rows) = (mult * width, m.div_ceil(mult));
+        if !columns4(buf, row, rows) {
+            dispatch(Columns4 { buf, row, rows });
+        }
+        mult *= 16;
+    }
+    for (seg, row) in segs.iter_mut().zip(buf.chunks(width)) {
+        let n = seg.len();
+        seg.copy_from_slice(&row[..n]);
+    }
 }
 
 /// Make `v` at least `n` long (new entries `+0`); what it held stays.
@@ -706,18 +657,23 @@ fn scan_into<T: Element>(values: &[T], out: &mut [T]) {
     if n <= ROW {
         return;
     }
-    let mut strips: Vec<Vec<&mut [T]>> = (0..ROW / STRIP).map(|_| Vec::new()).collect();
+    // strips as wide as fit STRIP_BYTES (at least one vector of lanes)
+    let rows = n.div_ceil(ROW);
+    let mut width = STRIP;
+    while width > LANES && rows * width * std::mem::size_of::<T>() > STRIP_BYTES {
+        width /= 2;
+    }
+    let mut strips: Vec<Vec<&mut [T]>> = (0..ROW / width).map(|_| Vec::new()).collect();
     for r in out.chunks_mut(ROW) {
-        for (g, seg) in r.chunks_mut(STRIP).enumerate() {
+        for (g, seg) in r.chunks_mut(width).enumerate() {
             strips[g].push(seg);
         }
     }
-    let new_bufs = || (Vec::new(), Vec::new(), Vec::new());
-    let high = |bufs: &mut StripBufs<T>, mut segs: Vec<&mut [T]>| high_strip(&mut segs, bufs);
+    let high = |buf: &mut Vec<T>, mut segs: Vec<&mut [T]>| high_strip(&mut segs, buf);
     if par {
-        strips.into_par_iter().for_each_init(new_bufs, high);
+        strips.into_par_iter().for_each_init(Vec::new, high);
     } else {
-        let mut buf = new_bufs();
+        let mut buf = Vec::new();
         strips.into_iter().for_each(|g| high(&mut buf, g));
     }
 }
@@ -769,25 +725,37 @@ pub fn scaled_square_sum<T: Element>(
     // sum at the block exponent, as two passes would give.
     let mut leaves = Vec::new();
     tree_leaves(0, n.next_power_of_two(), n, &mut leaves);
-    let leaf_sum = |lo: usize, w: usize, e: i32| {
+    // the sum of a leaf's squares at exponent e, and the largest magnitude when `track`
+    let leaf_sum = |lo: usize, w: usize, e: i32, track: bool| {
         // -e is within [-MAX_EXP, -MIN_SUB_EXP], which pow2_pair always splits
         let (a, b) = pow2_pair::<T::Real>(-e).expect("a block exponent's inverse is two powers");
         if b == T::Real::ONE {
-            square_leaf::<T, false>(values, weights, a, b, lo, w)
+            square_leaf::<T, false>(values, weights, a, b, lo, w, track)
         } else {
-            square_leaf::<T, true>(values, weights, a, b, lo, w)
+            square_leaf::<T, true>(values, weights, a, b, lo, w, track)
         }
     };
     let seen = AtomicU64::new(0);
     let first = |&(lo, w): &(usize, usize)| {
-        let largest = dispatch(Largest(&values[lo..lo + w]));
+        // summed at the exponent of the largest magnitude before it, while its own is taken
+        let e0 = exponent_of(f64::from_bits(seen.load(Ordering::Relaxed))).unwrap_or(0);
+        let (largest, sum) = leaf_sum(lo, w, e0, true);
         if !largest.is_finite() {
             return (largest, 0, T::Real::ZERO);
         }
         let guess =
             f64::from_bits(seen.fetch_max(largest.to_bits(), Ordering::Relaxed)).max(largest);
         let e = exponent_of(guess).unwrap_or(0);
-        (largest, e, leaf_sum(lo, w, e))
+        // a leaf that raised the exponent is summed again while it is in cache
+        (
+            largest,
+            e,
+            if e == e0 {
+                sum
+            } else {
+                leaf_sum(lo, w, e, false).1
+            },
+        )
     };
     let mut parts: Vec<(f64, i32, T::Real)> = if n >= PARALLEL_THRESHOLD {
         leaves.par_iter().map(first).collect()
@@ -804,7 +772,7 @@ pub fn scaled_square_sum<T: Element>(
     let e = exponent_of(largest).unwrap_or(0);
     let again = |(p, &(lo, w)): (&mut (f64, i32, T::Real), &(usize, usize))| {
         if p.1 != e {
-            p.2 = leaf_sum(lo, w, e);
+            p.2 = leaf_sum(lo, w, e, false).1;
         }
     };
     if n >= PARALLEL_THRESHOLD {
@@ -817,7 +785,9 @@ pub fn scaled_square_sum<T: Element>(
     Ok(total.to_f64().scale(2 * e))
 }
 
-/// The sum of the squares `[lo, lo + w)` scaled by `a × b` (one product unless `TWO`).
+/// The sum of the squares `[lo, lo + w)` scaled by `a × b` (one product unless `TWO`), and,
+/// when `track`, the largest magnitude of those values (else `0`), taken as the tree reads
+/// them (so memory is read once).
 fn square_leaf<T: Element, const TWO: bool>(
     values: &[T],
     weights: Option<&[T::Real]>,
@@ -825,29 +795,55 @@ fn square_leaf<T: Element, const TWO: bool>(
     b: T::Real,
     lo: usize,
     w: usize,
-) -> T::Real {
-    let src = Squares::<T, TWO> {
+    track: bool,
+) -> (f64, T::Real) {
+    let squares = Squares::<T, TWO> {
         values,
         weights,
         a,
         b,
     };
-    dispatch(FullTree {
-        src: &src,
-        lo,
-        w,
-        _t: PhantomData,
-    })
+    if !track {
+        return (0.0, dispatch(FullTree::new(&squares, lo, w)));
+    }
+    let src = Tracked {
+        squares,
+        largest: AtomicU64::new(0),
+    };
+    let sum = dispatch(FullTree::new(&src, lo, w));
+    (f64::from_bits(src.largest.into_inner()), sum)
 }
 
-/// The largest magnitude of a slice ([`Element::max_magnitude`]).
-struct Largest<'a, T>(&'a [T]);
+/// [`Squares`] that also keep the largest magnitude of the values they read (binary64 bits:
+/// a non-negative binary64 orders as its bits; a NaN stays).
+struct Tracked<'a, T: Element, const TWO: bool> {
+    squares: Squares<'a, T, TWO>,
+    largest: AtomicU64,
+}
 
-impl<T: Element> Kernel for Largest<'_, T> {
-    type Output = f64;
+impl<T: Element, const TWO: bool> Tracked<'_, T, TWO> {
+    /// Take the largest magnitude of `v` into account (one thread owns `self`, so a load
+    /// and a store suffice).
     #[inline(always)]
-    fn run(self) -> f64 {
-        T::max_magnitude(self.0)
+    fn note(&self, v: &[T]) {
+        let m = T::max_magnitude(v);
+        let cur = f64::from_bits(self.largest.load(Ordering::Relaxed));
+        if m > cur || (m.is_nan() && !cur.is_nan()) {
+            self.largest.store(m.to_bits(), Ordering::Relaxed);
+        }
+    }
+}
+
+impl<T: Element, const TWO: bool> Terms<T::Real> for Tracked<'_, T, TWO> {
+    #[inline(always)]
+    fn term(&self, i: usize) -> T::Real {
+        self.note(&self.squares.values[i..=i]);
+        self.squares.term(i)
+    }
+    #[inline(always)]
+    fn pairs(&self, lo: usize, out: &mut [T::Real]) {
+        self.note(&self.squares.values[lo..lo + 2 * out.len()]);
+        self.squares.pairs(lo, out);
     }
 }
 

@@ -17,7 +17,7 @@ mod e2m1;
 mod scan;
 
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
-pub(crate) use scan::{columns4, stream8, transpose16};
+pub(crate) use scan::{columns4, stream8};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 

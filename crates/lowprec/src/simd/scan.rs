@@ -50,25 +50,6 @@ pub(crate) fn columns4<T: Copy + 'static>(buf: &mut [T], row: usize, rows: usize
     false
 }
 
-/// Transpose a 16 × 16 block in place (`b[i][j]` ↔ `b[j][i]`) with AVX-512 shuffles when
-/// `T` is `f32` and the CPU has AVX-512; `false` (nothing done) otherwise. It only moves
-/// values.
-#[inline(always)]
-pub(crate) fn transpose16<T: Copy + 'static>(b: &mut [[T; 16]; 16]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if TypeId::of::<T>() == TypeId::of::<f32>() && super::active() == super::Level::Avx512 {
-        // SAFETY: `T` is `f32` (the same type), so the block is a `[[f32; 16]; 16]`;
-        // AVX-512F was detected.
-        unsafe {
-            let b = &mut *(b as *mut [[T; 16]; 16]).cast::<[[f32; 16]; 16]>();
-            x86::transpose16_f32(b);
-        }
-        return true;
-    }
-    let _ = b;
-    false
-}
-
 // The AVX-512 intrinsics and the `avx512f` target feature are stable since Rust 1.89, the
 // workspace's `rust-version`.
 #[cfg(target_arch = "x86_64")]
@@ -83,46 +64,6 @@ mod x86 {
             _mm512_castps_si512(v),
             _mm512_castps_si512(prev),
         ))
-    }
-
-    /// See [`super::transpose16`].
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    pub(super) unsafe fn transpose16_f32(blk: &mut [[f32; 16]; 16]) {
-        let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(blk[i].as_ptr()));
-        let mut a = [_mm512_setzero_ps(); 16];
-        for k in 0..8 {
-            a[2 * k] = _mm512_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-            a[2 * k + 1] = _mm512_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-        }
-        let pd = _mm512_castps_pd;
-        let ps = _mm512_castpd_ps;
-        let mut b = [_mm512_setzero_ps(); 16];
-        for k in 0..4 {
-            b[4 * k] = ps(_mm512_unpacklo_pd(pd(a[4 * k]), pd(a[4 * k + 2])));
-            b[4 * k + 1] = ps(_mm512_unpackhi_pd(pd(a[4 * k]), pd(a[4 * k + 2])));
-            b[4 * k + 2] = ps(_mm512_unpacklo_pd(pd(a[4 * k + 1]), pd(a[4 * k + 3])));
-            b[4 * k + 3] = ps(_mm512_unpackhi_pd(pd(a[4 * k + 1]), pd(a[4 * k + 3])));
-        }
-        for j in 0..4 {
-            let c0 = _mm512_shuffle_f32x4::<0x88>(b[j], b[4 + j]);
-            let c1 = _mm512_shuffle_f32x4::<0xdd>(b[j], b[4 + j]);
-            let c2 = _mm512_shuffle_f32x4::<0x88>(b[8 + j], b[12 + j]);
-            let c3 = _mm512_shuffle_f32x4::<0xdd>(b[8 + j], b[12 + j]);
-            _mm512_storeu_ps(blk[j].as_mut_ptr(), _mm512_shuffle_f32x4::<0x88>(c0, c2));
-            _mm512_storeu_ps(
-                blk[8 + j].as_mut_ptr(),
-                _mm512_shuffle_f32x4::<0xdd>(c0, c2),
-            );
-            _mm512_storeu_ps(
-                blk[4 + j].as_mut_ptr(),
-                _mm512_shuffle_f32x4::<0x88>(c1, c3),
-            );
-            _mm512_storeu_ps(
-                blk[12 + j].as_mut_ptr(),
-                _mm512_shuffle_f32x4::<0xdd>(c1, c3),
-            );
-        }
     }
 
     /// The four levels streamed down one column of `rows` vectors, vector `r` at `at(r)`.
