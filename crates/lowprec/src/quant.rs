@@ -704,14 +704,11 @@ impl<I: Float, Q: QOut, const V: bool> crate::simd::Kernel for Groups<'_, I, Q, 
                     // without values, the values are not formed: `1/scale` is a normal
                     // number of I here, so scale exceeds I's least subnormal, and only
                     // `q = zero` gives a zero value
-                    let (n_clip, n_flush) = if V {
-                        group_lanes::<I, Q, true>(xg, vg, qg, mask, g.scale, g.zero, qmin, qmax, r)
-                    } else {
-                        debug_assert!(
-                            g.scale > crate::format::pow2(1 - I::BIAS as i32 - I::MANT as i32)
-                        );
-                        group_lanes::<I, Q, false>(xg, vg, qg, mask, g.scale, g.zero, qmin, qmax, r)
-                    };
+                    debug_assert!(
+                        V || g.scale > crate::format::pow2(1 - I::BIAS as i32 - I::MANT as i32)
+                    );
+                    let (n_clip, n_flush) =
+                        group_lanes::<I, Q, V>(xg, vg, qg, mask, g.scale, g.zero, qmin, qmax, r);
                     clipped += n_clip;
                     flushed += n_flush;
                     (s[k], z[k], cl[k]) = (g.scale, g.zero, c_lanes);

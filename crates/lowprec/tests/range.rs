@@ -696,6 +696,68 @@ fn results_do_not_depend_on_the_thread_count() {
     assert!(same_bits32(&one.1, &ref_prefix(&x)));
 }
 
+/// The scan's kernels (the AVX-512 ones for binary32, the portable ones compiled for each
+/// level) and its two passes give the level-by-level bits at every instruction-set level
+/// and thread count.
+#[test]
+fn prefix_scan_levels_and_threads_agree_with_the_level_by_level_scan() {
+    use lowprec::simd::{self, Level};
+    let levels: Vec<Level> = [Level::Portable, Level::Avx2, Level::Avx512]
+        .into_iter()
+        .filter(|&l| l <= simd::detected())
+        .collect();
+    let mut s = 7u64;
+    let mut next = move || {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        // signed values over 2^-20 … 2^20, so every level rounds
+        let m = ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0;
+        m * 2f64.powi((s % 41) as i32 - 20)
+    };
+    // 2.5M + 1 entries: 306 rows of the 8192-wide view, the last one partial, so the high
+    // levels take all three views (row shifts 1 … 8, 16 … 128, 256 … 2048)
+    let x: Vec<f32> = (0..2_500_001).map(|_| next() as f32).collect();
+    let d: Vec<f64> = (0..600_001).map(|_| next()).collect();
+    let z: Vec<Complex32> = (0..300_001)
+        .map(|_| Complex32::new(next() as f32, next() as f32))
+        .collect();
+    let (rx, rd, rz) = (ref_prefix(&x), ref_prefix(&d), ref_prefix(&z));
+    let bits64 = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let bitsz = |v: &[Complex32]| {
+        bits64(
+            &v.iter()
+                .map(|c| c.re)
+                .chain(v.iter().map(|c| c.im))
+                .map(f64::from)
+                .collect::<Vec<_>>(),
+        )
+    };
+    for &level in &levels {
+        for threads in [1, 2] {
+            simd::set_max_level(level);
+            let (px, pd, pz) = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| (prefix_sum(&x), prefix_sum(&d), prefix_sum(&z)));
+            simd::set_max_level(Level::Avx512);
+            assert!(
+                same_bits32(&px, &rx),
+                "binary32 at {level:?}, {threads} threads"
+            );
+            assert!(
+                bits64(&pd) == bits64(&rd),
+                "binary64 at {level:?}, {threads} threads"
+            );
+            assert!(
+                bitsz(&pz) == bitsz(&rz),
+                "complex at {level:?}, {threads} threads"
+            );
+        }
+    }
+}
+
 // ---------- the soliton ----------
 
 #[test]

@@ -4,7 +4,7 @@
 use crate::table::Table;
 use anyhow::{Context, Result};
 use lowprec::format::PRESETS;
-use lowprec::quant::quantize_int_codes_into;
+use lowprec::quant::{quantize_int_codes_into, IntOptions};
 use lowprec::{encode_into, round_into, FloatFormat, RoundOptions, RoundingMode};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -88,6 +88,26 @@ struct Bufs {
     c32: Vec<u32>,
     c64: Vec<u64>,
     s8: Vec<u8>,
+}
+
+/// The scales, zero points and clips of an integer scheme, one each per group.
+type GroupBufs = [Vec<f64>; 3];
+
+fn group_bufs(groups: usize) -> GroupBufs {
+    std::array::from_fn(|_| vec![0.0; groups])
+}
+
+impl Bufs {
+    /// `x32` quantized to integers with `o`: codes of at most 8 bits in `c8`, wider ones in
+    /// `c16`, and the values in `y32` when `values`.
+    fn int_codes(&mut self, row: usize, o: &IntOptions, values: bool, g: &mut GroupBufs) {
+        let [sc, z, cl] = g;
+        let v = values.then_some(&mut self.y32[..]);
+        drop(match o.bits {
+            0..=8 => quantize_int_codes_into(&self.x32, row, o, v, &mut self.c8, sc, z, cl),
+            _ => quantize_int_codes_into(&self.x32, row, o, v, &mut self.c16, sc, z, cl),
+        });
+    }
 }
 
 fn measure(
@@ -184,21 +204,8 @@ fn measure(
                 ))
             }),
             Scheme::Int(o) => {
-                let groups = o.groups(n, row)?;
-                let (mut sc, mut z, mut cl) =
-                    (vec![0f64; groups], vec![0f64; groups], vec![0f64; groups]);
-                // (codes of at most 8 bits in bytes, wider ones in u16)
-                time(a.reps, || {
-                    let (x, v) = (&b.x32, Some(&mut b.y32[..]));
-                    drop(match o.bits {
-                        0..=8 => quantize_int_codes_into(
-                            x, row, o, v, &mut b.c8, &mut sc, &mut z, &mut cl,
-                        ),
-                        _ => quantize_int_codes_into(
-                            x, row, o, v, &mut b.c16, &mut sc, &mut z, &mut cl,
-                        ),
-                    })
-                })
+                let mut g = group_bufs(o.groups(n, row)?);
+                time(a.reps, || b.int_codes(row, o, true, &mut g))
             }
             s => time(a.reps, || drop(s.apply(&b.x32, row))),
         };
@@ -231,20 +238,8 @@ fn measure(
                 ))
             })),
             Scheme::Int(o) => {
-                let groups = o.groups(n, row)?;
-                let (mut sc, mut z, mut cl) =
-                    (vec![0f64; groups], vec![0f64; groups], vec![0f64; groups]);
-                Some(time(a.reps, || {
-                    let x = &b.x32;
-                    drop(match o.bits {
-                        0..=8 => quantize_int_codes_into(
-                            x, row, o, None, &mut b.c8, &mut sc, &mut z, &mut cl,
-                        ),
-                        _ => quantize_int_codes_into(
-                            x, row, o, None, &mut b.c16, &mut sc, &mut z, &mut cl,
-                        ),
-                    })
-                }))
+                let mut g = group_bufs(o.groups(n, row)?);
+                Some(time(a.reps, || b.int_codes(row, o, false, &mut g)))
             }
             _ => None,
         };
