@@ -4,6 +4,13 @@
 //! the same run (a plain, unordered sum over the same slice: 16 independent lanes, which
 //! the compiler vectorises, so it reads as fast as memory delivers). Throughput is in
 //! bytes of input read, so each figure compares directly with the read rate.
+//!
+//! Two more probes give the floors of a scan that writes its output: one read + write pass
+//! (a copy into the output buffer: no algorithm that writes 64 MiB of output runs faster)
+//! and two such passes (the copy, then the output negated in place: the least an exact
+//! Hillis–Steele scan of a slice larger than the caches does, one pass for the levels that
+//! fit a tile and one for the strips of the rest, each output depending on a window of
+//! every earlier value in an order of its own).
 #![allow(missing_docs)]
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
@@ -21,6 +28,19 @@ fn plain_sum(x: &[f32]) -> f32 {
         }
     }
     acc.iter().sum::<f32>() + tail
+}
+
+/// `out = x`, in parallel pieces as the scan's passes run.
+fn copy(x: &[f32], out: &mut [f32]) {
+    out.par_chunks_mut(1 << 16)
+        .zip(x.par_chunks(1 << 16))
+        .for_each(|(o, i)| o.copy_from_slice(i));
+}
+
+/// `out = −out`, in place: one more read + write pass.
+fn negate(out: &mut [f32]) {
+    out.par_chunks_mut(1 << 16)
+        .for_each(|o| o.iter_mut().for_each(|v| *v = -*v));
 }
 
 fn bench(c: &mut Criterion) {
@@ -46,6 +66,17 @@ fn bench(c: &mut Criterion) {
         g.sample_size(10);
         g.bench_function("read rate (plain sum)", |b| {
             b.iter(|| pool.install(|| x.par_chunks(1 << 20).map(plain_sum).sum::<f32>()))
+        });
+        g.bench_function("floor: one read + write pass (copy)", |b| {
+            b.iter(|| pool.install(|| copy(black_box(&x), &mut out)))
+        });
+        g.bench_function("floor: two read + write passes", |b| {
+            b.iter(|| {
+                pool.install(|| {
+                    copy(black_box(&x), &mut out);
+                    negate(&mut out);
+                })
+            })
         });
         g.bench_function("pairwise_sum", |b| {
             b.iter(|| pool.install(|| pairwise_sum(black_box(&x))))

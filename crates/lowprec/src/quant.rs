@@ -228,10 +228,7 @@ fn params_of(amax: f64, lo: f64, hi: f64, o: &IntOptions, c: f64) -> Group {
 #[inline(always)]
 fn stats<I: Float>(x: &[I], both: bool) -> (f64, f64, f64, bool) {
     use crate::round::types::Word;
-    let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
-    let m = x
-        .iter()
-        .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
+    let m = crate::block::max_abs_bits(x);
     let inf = <I::Bits as Word>::from_u64(((2 * I::BIAS as u64) + 1) << I::MANT);
     let (mut lo, mut hi) = (0.0, 0.0);
     if both && m < inf {

@@ -95,7 +95,7 @@ impl<I: Float> Elem<I> {
         let yb = y.to_bits();
         let sign_bit = <I::Bits as Word>::ONE.shl(self.sign_in);
         let ab = yb & !sign_bit;
-        let field = ab.shr(mant).max(self.lo).min(self.hi);
+        let field = ab.shr(mant).max_low(self.lo).min_low(self.hi);
         let magic = I::from_bits((field + self.shift).shl(mant));
         let a = I::from_bits(ab);
         let r = a.add(magic).sub(magic);
@@ -120,7 +120,7 @@ impl<I: Float> Elem<I> {
         let mant = <I::Bits as Word>::from_u64(I::MANT as u64);
         let abs = !<I::Bits as Word>::ONE.shl(self.sign_in);
         let ab = y.to_bits() & abs;
-        let field = ab.shr(mant).max(self.lo).min(self.hi);
+        let field = ab.shr(mant).max_low(self.lo).min_low(self.hi);
         let magic = I::from_bits((field + self.shift).shl(mant));
         let a = I::from_bits(ab);
         let r = a.add(magic).sub(magic);
@@ -188,12 +188,13 @@ impl<I: Float> Step<I> for Int8 {
 }
 
 /// The largest magnitude bits of a block (a NaN's or an infinity's bits if it holds one),
-/// read from the bits.
+/// read from the bits: magnitude bits order as the magnitudes do, and, below the sign bit,
+/// compare as signed integers (which AVX2 has for 64-bit lanes, and not unsigned).
 #[inline(always)]
 pub(crate) fn max_abs_bits<I: Float>(x: &[I]) -> I::Bits {
     let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
     x.iter()
-        .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs))
+        .fold(<I::Bits as Word>::ZERO, |m, e| m.max_low(e.to_bits() & abs))
 }
 
 /// How a rounded element `r` (lane type `I`) becomes its output value (type `O`).

@@ -5,6 +5,7 @@
 //! length is the `row_len` argument of every function here. A block never spans two rows.
 
 mod fused;
+pub(crate) use fused::max_abs_bits;
 pub(crate) mod lookup;
 pub mod mx;
 pub mod nvfp4;
@@ -171,15 +172,6 @@ pub(crate) fn scratch<'a, T: Copy>(
         heap.resize(n, fill);
         &mut heap[..]
     }
-}
-
-/// The largest magnitude bits of `x` (a NaN's bits if any element is NaN).
-#[inline(always)]
-fn max_abs_bits<I: crate::Float>(x: &[I]) -> I::Bits {
-    use crate::round::types::Word;
-    let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
-    x.iter()
-        .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs))
 }
 
 /// The largest magnitude of a short slice (NaN or Inf if any element is one).

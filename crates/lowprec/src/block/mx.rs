@@ -657,7 +657,6 @@ impl<I: Float> Ctx<I> {
             xs_heap.resize(nb, O::default());
             &mut xs_heap
         };
-        let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
         let inf_bits = <I::Bits as Word>::from_u64(((2 * I::BIAS as u64) + 1) << I::MANT);
         // 1. scales and scaled elements
         for (k, (xb, yb)) in x
@@ -665,9 +664,7 @@ impl<I: Float> Ctx<I> {
             .zip(scaled.chunks_exact_mut(b))
             .enumerate()
         {
-            let amax_bits = xb
-                .iter()
-                .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
+            let amax_bits = fused::max_abs_bits(xb);
             if amax_bits < inf_bits {
                 let (e, clamped) = self.exponent_of_bits(amax_bits);
                 st.scale_clamped += clamped as u64;
@@ -740,15 +737,12 @@ impl<I: Float> Ctx<I> {
             heap.resize(n, I::default());
             &mut heap
         };
-        let abs = <I::Bits as Word>::from_u64(u64::MAX >> (65 - <I::Bits as Word>::BITS as u64));
         // 1. block scales; scaled elements (float element types)
         let mut k = 0;
         for (r, row) in x.chunks(seg).enumerate() {
             for (j, blk) in row.chunks(b).enumerate() {
                 let i0 = r * seg + j * b;
-                let amax_bits = blk
-                    .iter()
-                    .fold(<I::Bits as Word>::ZERO, |m, e| m.max(e.to_bits() & abs));
+                let amax_bits = fused::max_abs_bits(blk);
                 let amax = I::from_bits(amax_bits).to_f64();
                 let out = &mut scaled[i0..i0 + blk.len()];
                 if !amax.is_finite() {

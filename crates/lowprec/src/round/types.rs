@@ -51,6 +51,11 @@ pub trait Word:
     fn wadd(self, o: Self) -> Self;
     /// Wrapping subtraction (for lanes whose result is discarded).
     fn wsub(self, o: Self) -> Self;
+    /// The larger of two words below `2^(BITS−1)` (magnitude bits, exponent fields),
+    /// compared as signed integers: AVX2 compares 64-bit lanes only as signed.
+    fn max_low(self, o: Self) -> Self;
+    /// The smaller of two words below `2^(BITS−1)`, as [`Word::max_low`].
+    fn min_low(self, o: Self) -> Self;
     /// `if c { a } else { b }`, written as a select.
     #[inline(always)]
     fn sel(c: bool, a: Self, b: Self) -> Self {
@@ -63,7 +68,7 @@ pub trait Word:
 }
 
 macro_rules! word {
-    ($t:ty) => {
+    ($t:ty, $s:ty) => {
         impl Word for $t {
             const BITS: u32 = <$t>::BITS;
             const ZERO: Self = 0;
@@ -96,11 +101,19 @@ macro_rules! word {
             fn wsub(self, o: Self) -> Self {
                 self.wrapping_sub(o)
             }
+            #[inline(always)]
+            fn max_low(self, o: Self) -> Self {
+                (self as $s).max(o as $s) as $t
+            }
+            #[inline(always)]
+            fn min_low(self, o: Self) -> Self {
+                (self as $s).min(o as $s) as $t
+            }
         }
     };
 }
-word!(u32);
-word!(u64);
+word!(u32, i32);
+word!(u64, i64);
 
 /// A binary float the slice API reads and writes: `f32` or `f64`.
 pub trait Float:
@@ -280,3 +293,45 @@ code!(u8, "uint8");
 code!(u16, "uint16");
 code!(u32, "uint32");
 code!(u64, "uint64");
+
+#[cfg(test)]
+mod tests {
+    use super::Word;
+
+    /// Below the sign bit, the signed maximum and minimum are the unsigned ones: every pair
+    /// of magnitude bit patterns (zeros, subnormals, the largest finite, infinity, NaNs and
+    /// the top of the range) for both lane words.
+    #[test]
+    fn low_max_and_min_are_the_unsigned_ones() {
+        fn check<W: Word>(words: &[u64]) {
+            for &a in words {
+                for &b in words {
+                    let (x, y) = (W::from_u64(a), W::from_u64(b));
+                    assert_eq!(x.max_low(y), x.max(y), "max of {a:#x}, {b:#x}");
+                    assert_eq!(x.min_low(y), x.min(y), "min of {a:#x}, {b:#x}");
+                }
+            }
+        }
+        let f64_bits = [
+            0,
+            1,
+            0x000f_ffff_ffff_ffff,
+            0x0010_0000_0000_0000,
+            1.0f64.to_bits(),
+        ];
+        let f64_top = [
+            f64::MAX.to_bits(),
+            f64::INFINITY.to_bits(),
+            f64::NAN.to_bits(),
+        ];
+        let mut w64: Vec<u64> = f64_bits.iter().chain(&f64_top).copied().collect();
+        w64.push(u64::MAX >> 1);
+        check::<u64>(&w64);
+        let w32: Vec<u64> = [0.0f32, 1e-45, 1.0, f32::MAX, f32::INFINITY, f32::NAN]
+            .iter()
+            .map(|v| v.to_bits() as u64)
+            .chain([u64::from(u32::MAX >> 1)])
+            .collect();
+        check::<u32>(&w32);
+    }
+}
