@@ -664,7 +664,7 @@ impl<I: Float> Ctx<I> {
             .zip(scaled.chunks_exact_mut(b))
             .enumerate()
         {
-            let amax_bits = fused::max_abs_bits(xb);
+            let amax_bits = super::max_abs_bits(xb);
             if amax_bits < inf_bits {
                 let (e, clamped) = self.exponent_of_bits(amax_bits);
                 st.scale_clamped += clamped as u64;
@@ -742,7 +742,7 @@ impl<I: Float> Ctx<I> {
         for (r, row) in x.chunks(seg).enumerate() {
             for (j, blk) in row.chunks(b).enumerate() {
                 let i0 = r * seg + j * b;
-                let amax_bits = fused::max_abs_bits(blk);
+                let amax_bits = super::max_abs_bits(blk);
                 let amax = I::from_bits(amax_bits).to_f64();
                 let out = &mut scaled[i0..i0 + blk.len()];
                 if !amax.is_finite() {

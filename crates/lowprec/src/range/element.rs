@@ -119,11 +119,7 @@ macro_rules! real {
             }
             #[inline(always)]
             fn max_magnitude(values: &[Self]) -> f64 {
-                const MASK: $bits = <$bits>::MAX >> 1;
-                let largest = values
-                    .iter()
-                    .fold(0, |m: $bits, x| m.max(x.to_bits() & MASK));
-                Self::from_bits(largest) as f64
+                Self::from_bits(crate::block::max_abs_bits(values)) as f64
             }
         }
 
