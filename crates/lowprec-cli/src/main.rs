@@ -3,6 +3,8 @@
 //! Every subcommand is a module of [`cmd`]; arguments are parsed by `clap` into a validated
 //! configuration, and every error becomes one line on stderr and exit code 2.
 
+#![forbid(unsafe_code)]
+
 mod cmd;
 mod table;
 
@@ -18,20 +20,10 @@ use std::process::ExitCode;
     after_help = "Examples:
   lowprec report
   lowprec report model.safetensors --scheme mxfp4 --scheme nvfp4 --scheme int4:group=128
-  lowprec quantize weights.npy --scheme mxfp4 -o deq.npy --scales scales.npy --packed packed.npy
-  lowprec quantize model.safetensors --scheme nvfp4 -o model.nvfp4.safetensors
-  lowprec formats
-  lowprec info fp8-e4m3
   lowprec encode fp8-e4m3 0.3 448 500 --rounding rtz
-  lowprec decode bf16 0x3f80 0xc000
-  lowprec round fp8-e5m2 weights.npy -o rounded.npy --rounding sr --seed 7
-  lowprec round fp4-e2m1 weights.npy -o codes.npy --codes
-  lowprec verify --format fp8-e4m3
-  lowprec accumulate --acc bf16 --n 300 --dist ones --rows 1
-  lowprec gemm --m 512 --n 512 --k 512 --input-format fp8-e4m3 --acc bf16 --chunk 128
-  lowprec plot -o accumulation.svg
-  lowprec bench --json
-  lowprec soliton --amplitude 1e-20 --amplitude 1e20
+
+Every command has its own examples: lowprec COMMAND --help. Schemes are described in
+`lowprec quantize --help` and docs/schemes.md.
 
 Formats are named as in `lowprec formats` (aliases such as float8_e4m3fn or bfloat16 work too),
 or written as [u]e<E>m<M>[b<BIAS>][:ieee|fn|fnuz|none][:nozero], e.g. e4m3b7:fn or e3m4:ieee."
@@ -50,6 +42,7 @@ enum Command {
     /// Turn a .safetensors file written by `quantize` back into floats.
     Dequantize(cmd::dequantize::Args),
     /// A short tour: the format table, then what rounding does to a few numbers.
+    #[command(after_help = "Examples:\n  lowprec tour")]
     Tour,
     /// Table of every preset format: bits, layout, bias, range, epsilon, specials.
     Formats(cmd::formats::Args),

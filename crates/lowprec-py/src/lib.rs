@@ -8,6 +8,8 @@
 //! The seed-compatible API (`FloatFormat`, `mx_quantize`, …) and the argument plumbing
 //! (scalars and lists to contiguous arrays, result tuples) are in `python/lowprec/`.
 
+#![forbid(unsafe_code)]
+
 use lowprec::accum::{self, AccumOptions, GemmOptions, Method, Order};
 use lowprec::block::{mx, nvfp4, tensor};
 use lowprec::quant::{self, Clip, Granularity, IntOptions, Mapping};

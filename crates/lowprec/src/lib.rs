@@ -22,7 +22,7 @@
 //! ```
 //!
 //! Every policy is an explicit argument ([`RoundOptions`]); every call reports what happened
-//! ([`Status`]). See the README for the exact semantics and where they differ from the seed
+//! ([`Status`]). See `docs/formats.md` for the exact semantics and where they differ from the seed
 //! `numfmt.py`.
 //!
 //! | module | what |
@@ -31,7 +31,7 @@
 //! | [`round`] | modes, overflow policy, [`Status`]; scalar and slice rounding, encoding, decoding |
 //! | [`int`] | two's complement, wrapping and saturating integers, bit strings |
 //! | [`mod@reference`] | a slow, exact reference rounding that the tests hold the kernels to |
-//! | [`io`] | `.npy` and `.safetensors` files, atomic writes |
+//! | [`io`] | `.npy` and `.safetensors` files (memory-mapped), atomic writes |
 //! | [`block`] | OCP MX and NVFP4 block scaling, per-tensor scaling, bit packing |
 //! | [`quant`] | affine integer quantization per tensor, channel or group, clipping |
 //! | [`scheme`] | named quantization schemes (`mxfp4`, `nvfp4`, `int4:group=128`, …) |
@@ -40,7 +40,12 @@
 //! | [`metrics`] | relative error, SQNR, max abs error |
 //! | [`report`] | the quantization report: every tensor × scheme, bits per element and error; built-in tensors |
 //! | [`range`] | range-safe binary32: precision record, block exponents, coefficients, pairwise / prefix / scaled-square sums, a soliton solver that proves them |
-//! | [`simd`] | runtime instruction-set dispatch (the only `unsafe`) |
+//! | [`simd`] | runtime instruction-set dispatch and the hand-written vector kernels |
+//!
+//! `unsafe` lives in two places only, each with its safety argument: [`simd`] (target-feature
+//! functions called after run-time detection) and the private `io::mmap` (read-only memory
+//! maps). Everything else is `#![deny(unsafe_code)]`; the CLI and the Python crate forbid it.
+//! `ARCHITECTURE.md` at the repository root is the map of the code.
 
 #![deny(unsafe_code)]
 
@@ -67,3 +72,18 @@ pub use round::{
     decode_into, decode_vec, encode_into, encode_vec, round_in_place, round_into, round_vec, Code,
     Float, Overflow, RoundOptions, Rounder, RoundingMode, Status,
 };
+
+/// The Rust examples of the documentation pages (`docs/*.md`), run as doctests.
+#[cfg(doctest)]
+mod docs_pages {
+    #[doc = include_str!("../../../docs/formats.md")]
+    struct Formats;
+    #[doc = include_str!("../../../docs/schemes.md")]
+    struct Schemes;
+    #[doc = include_str!("../../../docs/accumulation.md")]
+    struct Accumulation;
+    #[doc = include_str!("../../../docs/range.md")]
+    struct Range;
+    #[doc = include_str!("../../../ARCHITECTURE.md")]
+    struct Architecture;
+}

@@ -15,9 +15,7 @@ use std::time::Instant;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   lowprec accumulate --acc bf16 --n 300 --dist ones --rows 1
-  lowprec accumulate --acc fp16 --rounding rtz --n 100000 --dist uniform
   lowprec accumulate --acc bf16 --rounding sr --seed 3 --n 4096 --rows 256
-  lowprec accumulate --acc fp8-e4m3 --method pairwise --chunk 32 --n 1024
   lowprec accumulate --input x.npy -o sums.npy --acc bf16 --method kahan
 
 Without --input the rows are generated (--rows × --n values of --dist) and the table compares

@@ -12,6 +12,9 @@ use std::time::Instant;
 
 /// Arguments of `lowprec bench`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec bench -f fp8-e4m3 -f bf16 --scheme mxfp4 --scheme nvfp4 --no-accum
+  lowprec bench -f fp4-e2m1 --scheme none --no-accum --n 1048576 --reps 3 --json")]
 pub struct Args {
     /// Print one JSON array of records instead of a table.
     #[arg(long)]

@@ -10,6 +10,10 @@ use std::process::ExitCode;
 
 /// Arguments of `lowprec decode`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec decode bf16 0x3f80 0xc000
+  lowprec decode fp8-e4m3 0x7e 0x7f 0x80
+  lowprec decode fp4-e2m1 codes.npy -o values.npy")]
 pub struct Args {
     /// The format.
     pub format: String,

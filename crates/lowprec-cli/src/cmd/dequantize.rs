@@ -13,6 +13,8 @@ use std::process::ExitCode;
 
 /// Arguments of `lowprec dequantize`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec dequantize model.nvfp4.safetensors -o model.back.safetensors")]
 pub struct Args {
     /// A `.safetensors` file written by `lowprec quantize`.
     pub input: PathBuf,

@@ -8,6 +8,10 @@ use std::process::ExitCode;
 
 /// Arguments of `lowprec encode`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec encode fp8-e4m3 0.3 448 500 --rounding rtz
+  lowprec encode bf16 3.14159 2.71828 --rounding sr --seed 1
+  lowprec encode fp6-e2m3 10 --json")]
 pub struct Args {
     /// The format.
     pub format: String,

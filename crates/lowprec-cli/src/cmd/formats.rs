@@ -8,6 +8,9 @@ use std::process::ExitCode;
 
 /// Arguments of `lowprec formats`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec formats
+  lowprec formats --json")]
 pub struct Args {
     /// Print JSON (one object per format) instead of a table.
     #[arg(long)]

@@ -7,6 +7,10 @@ use std::process::ExitCode;
 
 /// Arguments of `lowprec info`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec info fp8-e4m3
+  lowprec info e3m4:ieee
+  lowprec info e8m0")]
 pub struct Args {
     /// The format (a preset name or alias, or a custom e<E>m<M>... spec).
     pub format: String,

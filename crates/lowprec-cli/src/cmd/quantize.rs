@@ -14,6 +14,10 @@ use std::process::ExitCode;
 
 /// Arguments of `lowprec quantize`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec quantize weights.npy -s mxfp4 -o deq.npy --scales scales.npy --packed packed.npy
+  lowprec quantize weights.npy -s int4:group=128:clip=mse -o deq.npy --codes codes4.npy
+  lowprec quantize model.safetensors -s nvfp4 -o model.nvfp4.safetensors")]
 pub struct Args {
     /// Input: a `.npy` array (float16/bfloat16/float32/float64, blocks along the last axis)
     /// or a `.safetensors` file (every floating tensor of at least 2 dimensions).
@@ -24,7 +28,7 @@ pub struct Args {
     #[arg(long, short = 's')]
     pub scheme: String,
     /// Output: dequantized values in the input's dtype (`.npy`), or the quantized model
-    /// (`.safetensors`: packed codes and scales, see the README).
+    /// (`.safetensors`: packed codes and scales, see docs/schemes.md).
     #[arg(short, long)]
     pub output: PathBuf,
     /// `.npy` input: write the scales (uint8 E8M0/E4M3 codes per block for MX/NVFP4, shape =
@@ -36,7 +40,7 @@ pub struct Args {
     /// shape as the input.
     #[arg(long)]
     pub codes: Option<PathBuf>,
-    /// `.npy` input: write the codes packed row by row (README layouts) as a uint8 `.npy`
+    /// `.npy` input: write the codes packed row by row (docs/schemes.md layouts) as a uint8 `.npy`
     /// (shape: input shape with the last axis replaced by the packed row length), or raw
     /// bytes for any other extension.
     #[arg(long)]

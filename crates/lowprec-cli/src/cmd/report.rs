@@ -17,6 +17,10 @@ pub use lowprec::report::DEFAULT_SCHEMES;
 
 /// Arguments of `lowprec report`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec report --summary
+  lowprec report model.safetensors -s mxfp4 -s nvfp4 -s int4:group=128
+  lowprec report weights.npy --json")]
 pub struct Args {
     /// `.npy` or `.safetensors` files (every floating tensor); none: the built-in tensors.
     pub files: Vec<PathBuf>,

@@ -9,6 +9,9 @@ use std::process::ExitCode;
 
 /// Arguments of `lowprec round`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec round fp8-e5m2 weights.npy -o rounded.npy --rounding sr --seed 7
+  lowprec round fp4-e2m1 weights.npy -o codes.npy --codes")]
 pub struct Args {
     /// The format.
     pub format: String,

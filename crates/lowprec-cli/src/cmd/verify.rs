@@ -10,6 +10,10 @@ use std::time::Instant;
 
 /// Arguments of `lowprec verify`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec verify --format fp8-e4m3 --rounding rne
+  lowprec verify -f bf16 -r rtz -r rup --overflow sat --count 16777216
+  lowprec verify -f fp4-e2m1 -r sr --start 1056964608 --count 1048576")]
 pub struct Args {
     /// Formats to check (repeatable).
     #[arg(long = "format", short = 'f', default_values_t = ["fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp4-e2m1"].map(String::from))]

@@ -28,21 +28,8 @@
 //! The AVX-512 kernel (`crate::simd::e2m1_lookup`) computes the same bits with the same
 //! operations; the portable loop here serves every other machine.
 
+pub(crate) use crate::simd::quarter::{Tally, IDX_HI, IDX_LO, IDX_SAT, IDX_ZERO, SHIFT, TOL};
 use crate::FloatFormat;
-
-/// `⌊b / 2^SHIFT⌋` is the quarter binade of a binary32 with bits `b`.
-pub(crate) const SHIFT: u32 = 21;
-/// The clamp bounds of the quarter index: below 0.25 and at or above 8.
-pub(crate) const IDX_LO: u32 = 499;
-/// See [`IDX_LO`].
-pub(crate) const IDX_HI: u32 = 520;
-/// Quarters from this one up saturate (`y ≥ 7`).
-pub(crate) const IDX_SAT: u32 = 519;
-/// Quarters below this one round to zero (`y < 0.25`).
-pub(crate) const IDX_ZERO: u32 = 500;
-/// Half the width, in units in the last place, of the window around a quarter start that
-/// flags an element.
-pub(crate) const TOL: u32 = 16;
 
 /// The magnitude code of each quarter index `idx` at `LUT[idx mod 32]`, from E2M1's own
 /// rounding (to nearest even, saturating) of the quarter's middle.
@@ -54,17 +41,6 @@ pub(crate) fn lut() -> [u32; 32] {
         t[(idx % 32) as usize] = u32::from(e2m1.round(mid).0);
     }
     t
-}
-
-/// What [`e2m1_blocks`] counted over the blocks it did not flag, and how many it flagged.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Tally {
-    /// Elements that saturated.
-    pub saturated: u64,
-    /// Nonzero elements that became ±0.
-    pub flushed: u64,
-    /// Blocks flagged (their indices lead `flagged`).
-    pub flagged: usize,
 }
 
 /// The step over whole blocks of 16: block `k`, whose scale code is `scales[k]`, has its

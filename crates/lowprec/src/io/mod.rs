@@ -1,6 +1,10 @@
-//! Files: `.npy` arrays, and writing any output atomically (a temporary file in the same
-//! folder, renamed over the target only once complete, so no partial output is ever left).
+//! Files: `.npy` arrays and `.safetensors` models, and writing any output atomically (a
+//! temporary file in the same folder, renamed over the target only once complete, so no
+//! partial output is ever left). Reading maps files into memory through `io::mmap`, the one
+//! place outside `simd` where the library uses `unsafe`.
 
+#[allow(unsafe_code)]
+mod mmap;
 pub mod npy;
 pub mod safetensors;
 

@@ -433,20 +433,8 @@ pub fn open(path: &Path) -> Result<SafeTensors> {
         // Also keeps an empty file away from mmap, which refuses a zero-length map.
         return Err(at_path(path)(too_short(meta.len())));
     }
-    let map = map_read_only(&file).map_err(cannot)?;
+    let map = super::mmap::map_read_only(&file).map_err(cannot)?;
     parse(Storage::Mapped(map)).map_err(at_path(path))
-}
-
-/// Map `file` into memory, read-only.
-#[allow(unsafe_code)]
-fn map_read_only(file: &File) -> std::io::Result<memmap2::Mmap> {
-    // SAFETY: the map is read-only (`Mmap` maps with PROT_READ and hands out only `&[u8]`),
-    // so nothing in this process can write through it or alias it mutably. What `Mmap::map`
-    // cannot rule out is another writer changing or truncating the file while it is mapped,
-    // which would change bytes behind a live `&[u8]` (or fault on access); `open` states that
-    // the file must not be modified while mapped as its documented precondition, as every
-    // memory-mapping reader must (the reference `safetensors` loaders do the same).
-    unsafe { memmap2::Mmap::map(file) }
 }
 
 /// Validate the bytes of a `.safetensors` file held in memory (tests, small files, data that

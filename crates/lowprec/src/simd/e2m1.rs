@@ -4,7 +4,7 @@
 //! mask registers. The same IEEE product and the same integer operations as the portable
 //! loop, so the same bits.
 
-use crate::block::lookup::{Tally, IDX_HI, IDX_LO, IDX_SAT, IDX_ZERO, SHIFT, TOL};
+use super::quarter::{Tally, IDX_HI, IDX_LO, IDX_SAT, IDX_ZERO, SHIFT, TOL};
 
 /// [`crate::block::lookup::e2m1_blocks`] when the CPU has AVX-512 (`None` otherwise, with
 /// nothing written). The caller has checked the lengths.

@@ -14,6 +14,7 @@
 //! and [`set_max_level`] can only lower the level below what was detected.
 
 mod e2m1;
+pub(crate) mod quarter;
 mod scan;
 
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
