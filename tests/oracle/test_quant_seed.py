@@ -65,9 +65,10 @@ def test_quantize_int_matches_the_seed(nbits, symmetric, granularity, clip):
     else:
         assert not diff.any(), f"{scheme}: {np.count_nonzero(diff)} values differ from the seed"
     assert not np.signbit(v[v == 0]).any(), f"{scheme}: -0 is not a value of any integer code"
-    groups = {"tensor": 1, "channel": x.shape[0], "group": x.size // 32}[granularity]
-    assert s.dtype == np.float64 and s.shape == (groups,), (s.dtype, s.shape)
-    assert np.array_equal(bits(s), bits(scale.reshape(-1))), f"{scheme}: scales differ from the seed"
+    # the scales come in the block grid's shape (one per row for channels, rows × groups)
+    grid = {"tensor": (1,), "channel": (x.shape[0], 1), "group": (x.shape[0], x.shape[1] // 32)}[granularity]
+    assert s.dtype == np.float64 and s.shape == grid, (s.dtype, s.shape)
+    assert np.array_equal(bits(s.reshape(-1)), bits(scale.reshape(-1))), f"{scheme}: scales differ from the seed"
     assert c.dtype == np.uint8 and c.shape == x.shape
     assert int(c.max()) < 2**nbits
     k = c.astype(np.int64)

@@ -406,8 +406,6 @@ fn safetensors_round_trip() {
         assert_eq!(qf.metadata().get("format").map(String::as_str), Some("pt"));
         let mut want_names: Vec<String> = vec!["bias".into(), "ids".into()];
         for (name, _, shape, _) in &orig[..3] {
-            let n: usize = shape.iter().product();
-            let rows = n / 64;
             let t = qf.get(name).unwrap_or_else(|| panic!("{arg}: no {name}"));
             let mut packed_shape = shape.clone();
             *packed_shape.last_mut().unwrap() = packed_len(64, bits);
@@ -427,8 +425,17 @@ fn safetensors_round_trip() {
                     *sh.last_mut().unwrap() = 64 / b;
                     (Dtype::U8, sh)
                 }
-                Kind::Group(g) => (Dtype::F64, vec![n / g]),
-                Kind::ChannelAsym => (Dtype::F64, vec![rows]),
+                // the scales take the block grid's shape (io::quantized)
+                Kind::Group(g) => {
+                    let mut sh = shape.clone();
+                    *sh.last_mut().unwrap() = 64 / g;
+                    (Dtype::F64, sh)
+                }
+                Kind::ChannelAsym => {
+                    let mut sh = shape.clone();
+                    *sh.last_mut().unwrap() = 1;
+                    (Dtype::F64, sh)
+                }
                 Kind::Tensor => (Dtype::F64, vec![1]),
             };
             assert_eq!((sc.dtype, sc.shape), (sd, &ss[..]), "{arg} {name}.scales");
@@ -436,7 +443,7 @@ fn safetensors_round_trip() {
                 let z = qf
                     .get(&format!("{name}.zeros"))
                     .unwrap_or_else(|| panic!("{arg}: no {name}.zeros"));
-                assert_eq!((z.dtype, z.shape), (Dtype::F64, &[rows][..]), "{arg}");
+                assert_eq!((z.dtype, z.shape), (Dtype::F64, &ss[..]), "{arg}");
                 let z = z.to_f64_vec().unwrap();
                 assert!(z
                     .iter()

@@ -630,24 +630,15 @@ fn quantize_int<'py>(
     }
 }
 
-/// The element and scale formats of a scheme's codes (spec strings; `None` for integers and
-/// for schemes without scale codes).
+/// The element and scale formats of a scheme's codes (spec strings; `None` for integer
+/// elements and for schemes without scale codes).
 fn code_formats(s: &Scheme) -> (Option<String>, Option<String>) {
-    match s {
-        Scheme::Cast(f) | Scheme::Tensor(f) => (Some(f.spec()), None),
-        Scheme::Mx(o) => (
-            match o.element {
-                mx::MxElement::Float(f) => Some(f.spec()),
-                mx::MxElement::Int8 => None,
-            },
-            Some(FloatFormat::E8M0.spec()),
-        ),
-        Scheme::Nvfp4(_) => (
-            Some(FloatFormat::FP4_E2M1.spec()),
-            Some(FloatFormat::FP8_E4M3.spec()),
-        ),
-        Scheme::Int(_) => (None, None),
-    }
+    let element = match s.element {
+        lowprec::scheme::Element::Float(f) => Some(f.spec()),
+        lowprec::scheme::Element::Int(_) => None,
+    };
+    let scale = (s.rule != lowprec::scheme::Rule::None && s.scale.bits() <= 8).then(|| s.scale.spec());
+    (element, scale)
 }
 
 /// A named scheme (`mxfp4`, `nvfp4`, `int4:group=128`, `fp8-e4m3`, …) along the last axis:
@@ -673,7 +664,7 @@ fn quantize<'py>(
         let shape = a.shape();
         let (q, bytes) = py
             .allow_threads(|| {
-                let q = s.apply(x, row_len(shape))?;
+                let q = s.apply(x, shape)?;
                 let bytes = if packed {
                     Some(q.packed(row_len(shape))?)
                 } else {
@@ -697,34 +688,32 @@ fn quantize<'py>(
             d.set_item("packed", PyArray1::from_vec(py, b))?;
             d.set_item("packed_row_bytes", per)?;
         }
-        let per_row = q.scales_per_row;
-        match q.scales {
+        let enc = q.encoded;
+        match enc.scales {
             Scales::None => {
                 d.set_item("scales", py.None())?;
                 d.set_item("scale_codes", py.None())?;
             }
             Scales::Codes(c) => {
-                let bs = if per_row > 0 && !shape.is_empty() {
-                    block_shape(shape, per_row)
-                } else {
-                    vec![c.len()]
-                };
                 d.set_item("scales", py.None())?;
-                d.set_item("scale_codes", shaped(py, c, &bs)?)?;
+                d.set_item("scale_codes", shaped(py, c, &enc.scale_shape)?)?;
             }
             Scales::Values(v) => {
-                d.set_item("scales", PyArray1::from_vec(py, v))?;
+                d.set_item("scales", shaped(py, v, &enc.scale_shape)?)?;
                 d.set_item("scale_codes", py.None())?;
             }
         }
-        match q.zeros {
-            Some(z) => d.set_item("zeros", PyArray1::from_vec(py, z))?,
+        match enc.zeros {
+            Some(z) => d.set_item("zeros", shaped(py, z, &enc.scale_shape)?)?,
             None => d.set_item("zeros", py.None())?,
         }
-        d.set_item("tensor_scale", q.tensor_scale)?;
-        d.set_item("saturated", q.saturated)?;
-        d.set_item("flushed", q.flushed)?;
-        d.set_item("nan", q.nan)?;
+        d.set_item("scale_shape", PyTuple::new(py, &enc.scale_shape)?)?;
+        d.set_item("tensor_scale", enc.tensor_scale)?;
+        d.set_item("saturated", q.counts.saturated)?;
+        d.set_item("flushed", q.counts.flushed)?;
+        d.set_item("nan", q.counts.nan)?;
+        d.set_item("blocks", q.counts.blocks)?;
+        d.set_item("scale_clamped", q.counts.scale_clamped)?;
         Ok(d)
     }
     match x {
@@ -778,6 +767,12 @@ fn report_dict<'py>(py: Python<'py>, r: &core_report::Row) -> PyResult<Bound<'py
     d.set_item("rel_error", r.rel_error)?;
     d.set_item("sqnr_db", r.sqnr_db)?;
     d.set_item("max_abs_error", r.max_abs_error)?;
+    d.set_item("cosine", r.cosine)?;
+    d.set_item("rmse", r.rmse)?;
+    d.set_item("nmse", r.nmse)?;
+    d.set_item("p50_abs_error", r.p50)?;
+    d.set_item("p99_abs_error", r.p99)?;
+    d.set_item("p999_abs_error", r.p999)?;
     d.set_item("saturated_share", r.saturated_share)?;
     d.set_item("flushed_share", r.flushed_share)?;
     d.set_item("nan", r.nan)?;

@@ -50,7 +50,7 @@ fn bench(c: &mut Criterion) {
     let n = 128;
     let (a, bm) = (data(n * n, 1), data(n * n, 2));
     let o = GemmOptions::new(FloatFormat::BF16)
-        .input(Scheme::Cast(FloatFormat::FP8_E4M3))
+        .input(Scheme::cast(FloatFormat::FP8_E4M3))
         .chunk(128);
     let mut g = c.benchmark_group("gemm");
     g.throughput(Throughput::Elements((n * n * n) as u64));

@@ -34,10 +34,11 @@
 //! | [`io`] | `.npy` and `.safetensors` files (memory-mapped), atomic writes |
 //! | [`block`] | OCP MX and NVFP4 block scaling, per-tensor scaling, bit packing |
 //! | [`quant`] | affine integer quantization per tensor, channel or group, clipping |
-//! | [`scheme`] | named quantization schemes (`mxfp4`, `nvfp4`, `int4:group=128`, …) |
+//! | [`scheme`] | quantization schemes as data: element × blocks × scale format × rule × second level × rotation; named recipes (`mxfp4`, `nvfp4:convention=te`, `fp8:group=128`, …) |
 //! | [`accum`] | accumulation in a low-precision format (sequential, pairwise, Kahan, promotion); dot products and GEMM |
 //! | [`reduce`] | stable softmax (online, mergeable) and variance (Welford, Chan's merge) |
-//! | [`metrics`] | relative error, SQNR, max abs error |
+//! | [`metrics`] | relative error, SQNR, max abs error, ulp error |
+//! | [`stats`] | mergeable error statistics: SQNR, cosine, RMSE, NMSE, percentiles, exact to merge |
 //! | [`report`] | the quantization report: every tensor × scheme, bits per element and error; built-in tensors |
 //! | [`range`] | range-safe binary32: precision record, block exponents, coefficients, pairwise / prefix / scaled-square sums, a soliton solver that proves them |
 //! | [`simd`] | runtime instruction-set dispatch and the hand-written vector kernels |
@@ -65,6 +66,7 @@ pub mod round;
 pub mod scheme;
 #[allow(unsafe_code)]
 pub mod simd;
+pub mod stats;
 
 pub use error::{Error, Result};
 pub use format::{FloatFormat, Specials};

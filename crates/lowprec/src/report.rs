@@ -27,8 +27,8 @@
 use crate::error::{Error, Result};
 use crate::io::npy::{self, Data};
 use crate::io::safetensors as st;
-use crate::metrics::ErrorStats;
 use crate::scheme::Scheme;
+use crate::stats::ErrorStats;
 use crate::{Float, FloatFormat};
 use rayon::prelude::*;
 use std::path::Path;
@@ -114,7 +114,8 @@ impl Tensor {
 }
 
 /// One line of the report: a tensor through a scheme (or, from [`totals`], every tensor
-/// through it, with `tensor` `"(all)"` and an empty shape).
+/// through it, with `tensor` `"(all)"` and an empty shape). The figures are those of
+/// [`ErrorStats`] (formulas and the treatment of NaN, overflow and all-zero data there).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     /// The tensor's name.
@@ -127,12 +128,24 @@ pub struct Row {
     pub elements: u64,
     /// Bits per element, scales and zero points included.
     pub bits_per_element: f64,
-    /// `‖q − x‖ / ‖x‖` over the elements where the difference is finite (NaN on error).
+    /// `‖q − x‖ / ‖x‖` (NaN when nothing could be compared or the scheme failed).
     pub rel_error: f64,
-    /// `10 · log10(‖x‖² / ‖q − x‖²)` dB (NaN on error).
+    /// `10 · log10(‖x‖² / ‖q − x‖²)` dB.
     pub sqnr_db: f64,
-    /// `max |q − x|` (NaN on error).
+    /// `Σ q·x / (‖q‖ ‖x‖)`.
+    pub cosine: f64,
+    /// `sqrt(Σ (q − x)² / n)`.
+    pub rmse: f64,
+    /// `Σ (q − x)² / Σ x²`.
+    pub nmse: f64,
+    /// `max |q − x|`.
     pub max_abs_error: f64,
+    /// Percentiles of `|q − x|` (the upper edges of their histogram bins).
+    pub p50: f64,
+    /// See [`Row::p50`].
+    pub p99: f64,
+    /// See [`Row::p50`].
+    pub p999: f64,
     /// The share of elements saturated or clipped to the largest magnitude.
     pub saturated_share: f64,
     /// The share of nonzero elements flushed to zero.
@@ -141,7 +154,7 @@ pub struct Row {
     pub nan: u64,
     /// Why the scheme could not quantize the tensor (the numbers are then NaN or zero).
     pub error: Option<String>,
-    /// The error statistics behind `rel_error`, `sqnr_db`, `max_abs_error` (mergeable).
+    /// The error statistics behind the figures (mergeable).
     pub stats: ErrorStats,
     /// `bits_per_element · elements`.
     pub bits_total: f64,
@@ -149,6 +162,49 @@ pub struct Row {
     pub saturated: u64,
     /// Elements flushed to zero.
     pub flushed: u64,
+}
+
+impl Row {
+    /// A row of the figures of `stats`.
+    fn fill(&mut self, stats: ErrorStats) {
+        self.rel_error = stats.rel_error();
+        self.sqnr_db = stats.sqnr_db();
+        self.cosine = stats.cosine();
+        self.rmse = stats.rmse();
+        self.nmse = stats.nmse();
+        self.max_abs_error = stats.max_abs();
+        self.p50 = stats.quantile(0.5);
+        self.p99 = stats.quantile(0.99);
+        self.p999 = stats.quantile(0.999);
+        self.stats = stats;
+    }
+
+    fn empty(tensor: &str, shape: Vec<usize>, scheme: &str, elements: u64) -> Row {
+        Row {
+            tensor: tensor.into(),
+            shape,
+            scheme: scheme.into(),
+            elements,
+            bits_per_element: f64::NAN,
+            rel_error: f64::NAN,
+            sqnr_db: f64::NAN,
+            cosine: f64::NAN,
+            rmse: f64::NAN,
+            nmse: f64::NAN,
+            max_abs_error: f64::NAN,
+            p50: f64::NAN,
+            p99: f64::NAN,
+            p999: f64::NAN,
+            saturated_share: 0.0,
+            flushed_share: 0.0,
+            nan: 0,
+            error: None,
+            stats: ErrorStats::default(),
+            bits_total: 0.0,
+            saturated: 0,
+            flushed: 0,
+        }
+    }
 }
 
 /// `n` deterministic normal(0, 1) samples (SplitMix64 and Box–Muller), the same on every
@@ -287,20 +343,10 @@ pub fn load(path: &Path) -> Result<Vec<Tensor>> {
     Ok(out)
 }
 
-/// A scheme as the report runs it: block schemes (MX, NVFP4) zero-pad rows that the block
-/// size does not divide, so that every tensor gets a number.
+/// A scheme as the report runs it: partial edge blocks allowed, so that every tensor gets
+/// a number ([`Scheme::padded`]).
 pub fn padded(s: Scheme) -> Scheme {
-    match s {
-        Scheme::Mx(mut o) => {
-            o.pad = true;
-            Scheme::Mx(o)
-        }
-        Scheme::Nvfp4(mut o) => {
-            o.pad = true;
-            Scheme::Nvfp4(o)
-        }
-        s => s,
-    }
+    s.padded()
 }
 
 /// Parse scheme names into `(label, scheme)` pairs for [`rows`] ([`padded`]); no names:
@@ -329,39 +375,18 @@ pub fn row(t: &Tensor, scheme: &Scheme, label: &str) -> Row {
 }
 
 fn row_of<I: Float>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str) -> Row {
-    let row_len = t.row_len();
     let n = x.len() as u64;
-    let mut row = Row {
-        tensor: t.name.clone(),
-        shape: t.shape.clone(),
-        scheme: label.to_string(),
-        elements: n,
-        bits_per_element: scheme.bits_per_element(x.len(), row_len),
-        rel_error: f64::NAN,
-        sqnr_db: f64::NAN,
-        max_abs_error: f64::NAN,
-        saturated_share: 0.0,
-        flushed_share: 0.0,
-        nan: 0,
-        error: None,
-        stats: ErrorStats::default(),
-        bits_total: 0.0,
-        saturated: 0,
-        flushed: 0,
-    };
+    let mut row = Row::empty(&t.name, t.shape.clone(), label, n);
+    row.bits_per_element = scheme.bits_per_element(&t.shape);
     row.bits_total = row.bits_per_element * n as f64;
-    match scheme.apply(x, row_len) {
+    match scheme.apply(x, &t.shape) {
         Ok(q) => {
-            let e = ErrorStats::of(&q.values, x);
-            row.rel_error = e.rel_error();
-            row.sqnr_db = e.sqnr_db();
-            row.max_abs_error = e.max_abs;
-            row.saturated = q.saturated;
-            row.flushed = q.flushed;
-            row.saturated_share = q.saturated as f64 / n.max(1) as f64;
-            row.flushed_share = q.flushed as f64 / n.max(1) as f64;
-            row.nan = q.nan;
-            row.stats = e;
+            row.fill(ErrorStats::of(&q.values, x));
+            row.saturated = q.counts.saturated;
+            row.flushed = q.counts.flushed;
+            row.saturated_share = q.counts.saturated as f64 / n.max(1) as f64;
+            row.flushed_share = q.counts.flushed as f64 / n.max(1) as f64;
+            row.nan = q.counts.nan;
         }
         Err(e) => row.error = Some(e.to_string()),
     }
@@ -401,30 +426,19 @@ pub fn totals(rows: &[Row], schemes: &[(String, Scheme)]) -> Vec<Row> {
                 .iter()
                 .filter(|r| &r.scheme == label && r.error.is_none())
                 .collect();
-            let e = rs
-                .iter()
-                .fold(ErrorStats::default(), |a, r| a.merge(&r.stats));
             let n: u64 = rs.iter().map(|r| r.elements).sum();
-            let sat: u64 = rs.iter().map(|r| r.saturated).sum();
-            let fl: u64 = rs.iter().map(|r| r.flushed).sum();
-            Row {
-                tensor: "(all)".into(),
-                shape: vec![],
-                scheme: label.clone(),
-                elements: n,
-                bits_per_element: rs.iter().map(|r| r.bits_total).sum::<f64>() / n.max(1) as f64,
-                rel_error: e.rel_error(),
-                sqnr_db: e.sqnr_db(),
-                max_abs_error: e.max_abs,
-                saturated_share: sat as f64 / n.max(1) as f64,
-                flushed_share: fl as f64 / n.max(1) as f64,
-                nan: rs.iter().map(|r| r.nan).sum(),
-                error: None,
-                stats: e,
-                bits_total: 0.0,
-                saturated: sat,
-                flushed: fl,
-            }
+            let mut t = Row::empty("(all)", vec![], label, n);
+            t.fill(
+                rs.iter()
+                    .fold(ErrorStats::default(), |a, r| a.merge(&r.stats)),
+            );
+            t.bits_per_element = rs.iter().map(|r| r.bits_total).sum::<f64>() / n.max(1) as f64;
+            t.saturated = rs.iter().map(|r| r.saturated).sum();
+            t.flushed = rs.iter().map(|r| r.flushed).sum();
+            t.saturated_share = t.saturated as f64 / n.max(1) as f64;
+            t.flushed_share = t.flushed as f64 / n.max(1) as f64;
+            t.nan = rs.iter().map(|r| r.nan).sum();
+            t
         })
         .collect()
 }
@@ -479,7 +493,7 @@ mod tests {
         let Values::F64(x) = &a.values else {
             unreachable!()
         };
-        let q = s[0].1.apply(x, 96).unwrap();
+        let q = s[0].1.apply(x, &[4, 96]).unwrap();
         let (sse, energy) = q.values.iter().zip(x).fold((0.0, 0.0), |(s, e), (q, x)| {
             (s + (q - x) * (q - x), e + x * x)
         });
@@ -499,6 +513,6 @@ mod tests {
         assert!(schemes(&["nope"]).is_err());
         let d = schemes::<&str>(&[]).unwrap();
         assert_eq!(d.len(), DEFAULT_SCHEMES.len());
-        assert!(matches!(d[4].1, Scheme::Mx(ref o) if o.pad));
+        assert!(d[4].1.pad);
     }
 }

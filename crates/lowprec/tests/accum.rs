@@ -649,14 +649,14 @@ fn gemm_with_block_scaled_inputs_and_bad_shapes() {
     )
     .unwrap();
     // A's rows are quantized along k as blocks of 32: the reference uses exactly those values.
-    let ax = mx.apply(&a, k).unwrap().values;
+    let ax = mx.apply(&a, &[m, k]).unwrap().values;
     let mut bt = vec![0.0; k * n];
     for l in 0..k {
         for j in 0..n {
             bt[j * k + l] = b[l * n + j];
         }
     }
-    let btx = mx.apply(&bt, k).unwrap().values;
+    let btx = mx.apply(&bt, &[n, k]).unwrap().values;
     for i in 0..m {
         for j in 0..n {
             let p: Vec<f64> = (0..k).map(|l| ax[i * k + l] * btx[j * k + l]).collect();

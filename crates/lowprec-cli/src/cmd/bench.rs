@@ -4,7 +4,6 @@
 use crate::table::Table;
 use anyhow::{Context, Result};
 use lowprec::format::PRESETS;
-use lowprec::quant::{quantize_int_codes_into, IntOptions};
 use lowprec::{encode_into, round_into, FloatFormat, RoundOptions, RoundingMode};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -90,27 +89,6 @@ struct Bufs {
     c16: Vec<u16>,
     c32: Vec<u32>,
     c64: Vec<u64>,
-    s8: Vec<u8>,
-}
-
-/// The scales, zero points and clips of an integer scheme, one each per group.
-type GroupBufs = [Vec<f64>; 3];
-
-fn group_bufs(groups: usize) -> GroupBufs {
-    std::array::from_fn(|_| vec![0.0; groups])
-}
-
-impl Bufs {
-    /// `x32` quantized to integers with `o`: codes of at most 8 bits in `c8`, wider ones in
-    /// `c16`, and the values in `y32` when `values`.
-    fn int_codes(&mut self, row: usize, o: &IntOptions, values: bool, g: &mut GroupBufs) {
-        let [sc, z, cl] = g;
-        let v = values.then_some(&mut self.y32[..]);
-        drop(match o.bits {
-            0..=8 => quantize_int_codes_into(&self.x32, row, o, v, &mut self.c8, sc, z, cl),
-            _ => quantize_int_codes_into(&self.x32, row, o, v, &mut self.c16, sc, z, cl),
-        });
-    }
 }
 
 fn measure(
@@ -181,74 +159,38 @@ fn measure(
         }
     }
     for (name, scheme) in schemes {
-        use lowprec::scheme::Scheme;
+        // rows of 4096 (the tensor a matrix of n / 4096 rows); partial edge blocks padded
         let row = 4096.min(n);
-        let t = match scheme {
-            Scheme::Mx(o) => time(a.reps, || {
-                let nb = n / row * o.blocks_per_row(row);
-                drop(lowprec::block::mx::mx_quantize_into(
-                    &b.x32,
-                    row,
-                    o,
-                    &mut b.y32,
-                    &mut b.c8,
-                    &mut b.s8[..nb],
-                ))
-            }),
-            Scheme::Nvfp4(o) => time(a.reps, || {
-                let nb = n / row * lowprec::block::nvfp4::blocks_per_row(row);
-                drop(lowprec::block::nvfp4::nvfp4_quantize_into(
-                    &b.x32,
-                    row,
-                    o,
-                    &mut b.y32,
-                    &mut b.c8,
-                    &mut b.s8[..nb],
-                ))
-            }),
-            Scheme::Int(o) => {
-                let mut g = group_bufs(o.groups(n, row)?);
-                time(a.reps, || b.int_codes(row, o, true, &mut g))
+        let shape = [n / row, row];
+        let len = shape[0] * shape[1];
+        let scheme = scheme.padded();
+        let mut enc = scheme.encoded(&shape)?;
+        let small = scheme.code_bits() <= 8;
+        let (x, y) = (&b.x32[..len], &mut b.y32[..len]);
+        let (c8, c16) = (&mut b.c8[..len], &mut b.c16[..len]);
+        let mut quantize = |values: bool| -> Result<(f64, f64)> {
+            let v: &mut [f32] = if values { &mut y[..] } else { &mut [] };
+            let mut err = None;
+            let t = time(a.reps, || {
+                let r = if small {
+                    scheme.quantize_into(x, &shape, v, &mut c8[..], &mut enc)
+                } else {
+                    scheme.quantize_into(x, &shape, v, &mut c16[..], &mut enc)
+                };
+                if let Err(e) = r {
+                    err = Some(e);
+                }
+            });
+            match err {
+                Some(e) => Err(e).with_context(|| format!("bench scheme {name}")),
+                None => Ok(t),
             }
-            s => time(a.reps, || drop(s.apply(&b.x32, row))),
         };
-        let buffer = if matches!(scheme, Scheme::Mx(_) | Scheme::Nvfp4(_) | Scheme::Int(_)) {
-            "preallocated"
-        } else {
-            "allocating"
-        };
-        rec("quantize", name, "rne", "f32", buffer, t);
+        let t = quantize(true)?;
+        rec("quantize", name, "rne", "f32", "preallocated", t);
         // the codes and scales alone (the quantization proper, as torchao's to_mx gives it)
-        let t = match scheme {
-            Scheme::Mx(o) => Some(time(a.reps, || {
-                let nb = n / row * o.blocks_per_row(row);
-                drop(lowprec::block::mx::mx_encode_into(
-                    &b.x32,
-                    row,
-                    o,
-                    &mut b.c8,
-                    &mut b.s8[..nb],
-                ))
-            })),
-            Scheme::Nvfp4(o) => Some(time(a.reps, || {
-                let nb = n / row * lowprec::block::nvfp4::blocks_per_row(row);
-                drop(lowprec::block::nvfp4::nvfp4_encode_into(
-                    &b.x32,
-                    row,
-                    o,
-                    &mut b.c8,
-                    &mut b.s8[..nb],
-                ))
-            })),
-            Scheme::Int(o) => {
-                let mut g = group_bufs(o.groups(n, row)?);
-                Some(time(a.reps, || b.int_codes(row, o, false, &mut g)))
-            }
-            _ => None,
-        };
-        if let Some(t) = t {
-            rec("encode", name, "rne", "f32", "preallocated", t);
-        }
+        let t = quantize(false)?;
+        rec("encode", name, "rne", "f32", "preallocated", t);
     }
     if !a.no_accum {
         out.extend(measure_accum(a.reps, threads)?);
@@ -295,7 +237,7 @@ fn measure_accum(reps: usize, threads: usize) -> Result<Vec<Record>> {
     let n = 512;
     let ab = super::samples(super::Dist::Normal, 2 * n * n, 8);
     let o = GemmOptions::new(FloatFormat::BF16)
-        .input(lowprec::scheme::Scheme::Cast(FloatFormat::FP8_E4M3))
+        .input(lowprec::scheme::Scheme::cast(FloatFormat::FP8_E4M3))
         .chunk(128);
     let t = time(reps.min(3), || {
         drop(gemm_product(&ab[..n * n], &ab[n * n..], n, n, n, &o))
@@ -331,7 +273,6 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         c16: vec![1; n],
         c32: vec![1; n],
         c64: vec![1; n],
-        s8: vec![1; n / 16 + 1],
     };
     let schemes: Vec<(String, lowprec::scheme::Scheme)> = if a.schemes.iter().any(|s| s == "none") {
         vec![]

@@ -104,7 +104,7 @@ fn input_scheme(s: &str) -> Result<Option<Scheme>> {
         return Ok(None);
     }
     if let Ok(f) = FloatFormat::parse(s) {
-        return Ok(Some(Scheme::Cast(f)));
+        return Ok(Some(Scheme::cast(f)));
     }
     Ok(Some(Scheme::parse(s).context("--input-format")?))
 }

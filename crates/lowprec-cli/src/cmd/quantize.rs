@@ -4,11 +4,9 @@
 use super::{check_output, read_npy};
 use anyhow::{bail, Context, Result};
 use lowprec::io::npy::{self, Array, Data};
-use lowprec::io::safetensors::{self as st, Dtype, TensorOut};
-use lowprec::metrics::ErrorStats;
-use lowprec::scheme::{Quantized, Scales, Scheme};
-use lowprec::{Float, FloatFormat, RoundOptions};
-use std::collections::BTreeMap;
+use lowprec::scheme::{Scales, Scheme};
+use lowprec::stats::ErrorStats;
+use lowprec::{FloatFormat, RoundOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -61,33 +59,23 @@ fn narrow16(v: &[f64], fmt: &FloatFormat) -> Result<Vec<u16>> {
 }
 
 /// One line of what happened.
-pub fn summary<I: Float>(scheme: &Scheme, x: &[I], q: &Quantized<I>, row_len: usize) -> String {
-    let e = ErrorStats::of(&q.values, x);
+pub fn summary(
+    scheme: &Scheme,
+    bits_per_element: f64,
+    e: &ErrorStats,
+    c: &lowprec::scheme::Counts,
+    tensor_scale: Option<f32>,
+) -> String {
     format!(
-        "{scheme}: {:.3} bits/element, SQNR {:.2} dB, rel. error {:.3e}, max abs error {:.3e}, saturated {}, flushed {}, NaN {}{}",
-        scheme.bits_per_element(x.len(), row_len),
+        "{scheme}: {bits_per_element:.3} bits/element, SQNR {:.2} dB, rel. error {:.3e}, max abs error {:.3e}, saturated {}, flushed {}, NaN {}{}",
         e.sqnr_db(),
         e.rel_error(),
-        e.max_abs,
-        q.saturated,
-        q.flushed,
-        q.nan,
-        q.tensor_scale.map_or(String::new(), |g| format!(", tensor scale {g:e}"))
+        e.max_abs(),
+        c.saturated,
+        c.flushed,
+        c.nan,
+        tensor_scale.map_or(String::new(), |g| format!(", tensor scale {g:e}"))
     )
-}
-
-fn scale_shape(shape: &[usize], per_row: usize, scales: &Scales) -> Vec<usize> {
-    match scales {
-        Scales::Codes(_) => {
-            let mut s = shape.to_vec();
-            if let Some(l) = s.last_mut() {
-                *l = per_row;
-            }
-            s
-        }
-        Scales::Values(v) => vec![v.len()],
-        Scales::None => vec![0],
-    }
 }
 
 /// Packed rows (2/4/6/8-bit codes) or little-endian 16-bit codes, with the packed row length
@@ -106,18 +94,25 @@ fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
         ($x:expr, $wrap:expr) => {{
             let x = $x;
             let q = scheme
-                .apply(&x, row_len)
+                .apply(&x, &arr.shape)
                 .with_context(|| format!("quantizing {}", a.input.display()))?;
+            let e = ErrorStats::of(&q.values, &x);
             let line = format!(
                 "{}: {}",
                 a.input.display(),
-                summary(scheme, &x, &q, row_len)
+                summary(
+                    scheme,
+                    scheme.bits_per_element(&arr.shape),
+                    &e,
+                    &q.counts,
+                    q.encoded.tensor_scale
+                )
             );
             let data = $wrap(&q.values)?;
-            (q.codes, q.code_bits, q.scales, q.scales_per_row, data, line)
+            (q.codes, q.code_bits, q.encoded, data, line)
         }};
     }
-    let (codes, bits, scales, per_row, data, line) = match &arr.data {
+    let (codes, bits, enc, data, line) = match &arr.data {
         Data::F32(x) => go!(x.clone(), |v: &Vec<f32>| -> Result<Data> {
             Ok(Data::F32(v.clone()))
         }),
@@ -146,7 +141,7 @@ fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
         },
     )];
     if let Some(p) = &a.scales {
-        let data = match &scales {
+        let data = match &enc.scales {
             Scales::Codes(c) => Data::U8(c.clone()),
             Scales::Values(v) => Data::F64(v.clone()),
             Scales::None => bail!("the scheme {scheme} has no scales (it is a plain cast)"),
@@ -154,7 +149,7 @@ fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
         outs.push((
             p.clone(),
             Array {
-                shape: scale_shape(&arr.shape, per_row, &scales),
+                shape: enc.scale_shape.clone(),
                 data,
             },
         ));
@@ -210,131 +205,26 @@ fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
     Ok(())
 }
 
-/// The metadata key naming the scheme of a quantized `.safetensors` file.
-pub const META_SCHEME: &str = "lowprec.scheme";
-/// The metadata key prefix of each quantized tensor's record.
-pub const META_TENSOR: &str = "lowprec.tensor.";
-
 fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
-    let file = st::open(&a.input)?;
-    let mut meta: BTreeMap<String, String> = file.metadata().clone();
-    meta.insert(META_SCHEME.into(), scheme.to_string());
-    meta.insert("lowprec.version".into(), env!("CARGO_PKG_VERSION").into());
-    // owned outputs, in input order
-    let mut owned: Vec<(String, Dtype, Vec<usize>, Vec<u8>)> = Vec::new();
-    let mut count = 0;
-    let mut lines = Vec::new();
-    for t in file.iter() {
-        if !(t.is_float() && t.shape.len() >= 2 && !t.is_empty()) {
-            owned.push((
-                t.name.to_string(),
-                t.dtype,
-                t.shape.to_vec(),
-                t.bytes.to_vec(),
-            ));
-            continue;
-        }
-        let row_len = *t.shape.last().expect("2-D");
-        // one type-erased result: the summary line and the parts the file stores
-        fn go<I: Float>(
-            scheme: &Scheme,
-            name: &str,
-            x: &[I],
-            row_len: usize,
-        ) -> Result<(String, Quantized<I>)> {
-            let q = scheme
-                .apply(x, row_len)
-                .with_context(|| format!("quantizing {name}"))?;
-            Ok((format!("{name}: {}", summary(scheme, x, &q, row_len)), q))
-        }
-        let (line, codes, bits, scales, per_row, zeros, g) = if t.dtype == Dtype::F64 {
-            let (l, q) = go(scheme, t.name, &t.to_f64_vec()?, row_len)?;
-            (
-                l,
-                q.codes,
-                q.code_bits,
-                q.scales,
-                q.scales_per_row,
-                q.zeros,
-                q.tensor_scale,
+    let (reports, copied) = lowprec::io::quantized::quantize_file(&a.input, scheme, &a.output)?;
+    for r in &reports {
+        eprintln!(
+            "{}: {}",
+            r.name,
+            summary(
+                scheme,
+                r.bits_per_element,
+                &r.stats,
+                &r.counts,
+                r.tensor_scale
             )
-        } else {
-            let (l, q) = go(scheme, t.name, &t.to_f32_vec()?, row_len)?;
-            (
-                l,
-                q.codes,
-                q.code_bits,
-                q.scales,
-                q.scales_per_row,
-                q.zeros,
-                q.tensor_scale,
-            )
-        };
-        lines.push(line);
-        if codes.is_empty() {
-            bail!("{scheme} codes are wider than 16 bits; use a scheme of at most 16 bits");
-        }
-        let (bytes, per) = packed_rows(&codes, bits, row_len)?;
-        let mut shape = t.shape.to_vec();
-        *shape.last_mut().expect("2-D") = per;
-        owned.push((t.name.to_string(), Dtype::U8, shape, bytes));
-        match &scales {
-            Scales::Codes(c) => owned.push((
-                format!("{}.scales", t.name),
-                Dtype::U8,
-                scale_shape(t.shape, per_row, &scales),
-                c.clone(),
-            )),
-            Scales::Values(v) => owned.push((
-                format!("{}.scales", t.name),
-                Dtype::F64,
-                vec![v.len()],
-                v.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            )),
-            Scales::None => {}
-        }
-        if let Some(z) = &zeros {
-            owned.push((
-                format!("{}.zeros", t.name),
-                Dtype::F64,
-                vec![z.len()],
-                z.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            ));
-        }
-        if let Some(g) = g {
-            owned.push((
-                format!("{}.tensor_scale", t.name),
-                Dtype::F32,
-                vec![1],
-                g.to_le_bytes().to_vec(),
-            ));
-        }
-        meta.insert(
-            format!("{META_TENSOR}{}", t.name),
-            serde_json::json!({"dtype": t.dtype.name(), "shape": t.shape, "code_bits": bits})
-                .to_string(),
         );
-        count += 1;
-    }
-    if count == 0 {
-        bail!(
-            "{}: no floating tensor of at least 2 dimensions to quantize",
-            a.input.display()
-        );
-    }
-    let outs: Vec<TensorOut> = owned
-        .iter()
-        .map(|(n, d, s, b)| TensorOut::new(n, *d, s, b))
-        .collect();
-    st::write(&a.output, &outs, &meta)?;
-    for l in &lines {
-        eprintln!("{l}");
     }
     eprintln!(
-        "{} -> {}: {count} tensors quantized with {scheme}, {} copied",
+        "{} -> {}: {} tensors quantized with {scheme}, {copied} copied",
         a.input.display(),
         a.output.display(),
-        file.len() - count
+        reports.len()
     );
     Ok(())
 }

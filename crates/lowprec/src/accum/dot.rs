@@ -378,9 +378,9 @@ fn round_inputs(
     if k == 0 || m * n == 0 {
         return Ok((a.to_vec(), b.to_vec()));
     }
-    let ax = s.apply(a, k)?.values;
+    let ax = s.apply(a, &[m, k])?.values;
     let bt = transpose(b, k, n);
-    let btx = s.apply(&bt, k)?.values;
+    let btx = s.apply(&bt, &[n, k])?.values;
     Ok((ax, transpose(&btx, n, k)))
 }
 

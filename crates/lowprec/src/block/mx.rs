@@ -220,10 +220,21 @@ impl MxOptions {
 /// assert_eq!(shared_exponent(0.0, &fp4, ScaleRule::Ceil), (-127, false));
 /// ```
 pub fn shared_exponent(amax: f64, elem: &MxElement, rule: ScaleRule) -> (i32, bool) {
+    exponent_of(amax, elem.emax(), elem.max(), elem.man_bits(), rule)
+}
+
+/// [`shared_exponent`] for any element grid, given its `emax`, its largest value and its
+/// mantissa bits (the scheme module's elements use it too).
+pub(crate) fn exponent_of(
+    amax: f64,
+    emax: i32,
+    max: f64,
+    man_bits: u32,
+    rule: ScaleRule,
+) -> (i32, bool) {
     if amax == 0.0 {
         return (-127, false);
     }
-    let emax = elem.emax();
     let s = match rule {
         ScaleRule::Floor => floor_log2(amax) - emax,
         ScaleRule::Ceil => floor_log2(amax) + (!is_pow2(amax)) as i32 - emax,
@@ -232,11 +243,11 @@ pub fn shared_exponent(amax: f64, elem: &MxElement, rule: ScaleRule) -> (i32, bo
             // 2 − 2^−(m+1)
             let e = floor_log2(amax);
             let sig = amax * pow2(-e);
-            let m = elem.man_bits() as i32;
+            let m = man_bits as i32;
             e + (sig >= 2.0 - pow2(-(m + 1))) as i32 - emax
         }
         ScaleRule::Rceil => {
-            let d = (amax as f32) * (1.0f32 / elem.max() as f32);
+            let d = (amax as f32) * (1.0f32 / max as f32);
             if !d.is_finite() {
                 return (127, true);
             }

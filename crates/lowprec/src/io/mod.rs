@@ -6,6 +6,7 @@
 #[allow(unsafe_code)]
 mod mmap;
 pub mod npy;
+pub mod quantized;
 pub mod safetensors;
 
 use crate::error::{Error, Result};

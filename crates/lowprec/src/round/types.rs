@@ -271,6 +271,27 @@ pub trait Code: sealed::Sealed + Copy + Default + Eq + Ord + Debug + Send + Sync
     fn from_u64(v: u64) -> Self;
     /// Widening conversion.
     fn to_u64(self) -> u64;
+    /// The slice as bytes when the code type is `u8` (so byte kernels can write into it).
+    fn as_u8s(s: &mut [Self]) -> Option<&mut [u8]> {
+        let _ = s;
+        None
+    }
+}
+
+impl Code for u8 {
+    const BITS: u32 = 8;
+    const NAME: &'static str = "uint8";
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v as u8
+    }
+    #[inline(always)]
+    fn to_u64(self) -> u64 {
+        self as u64
+    }
+    fn as_u8s(s: &mut [Self]) -> Option<&mut [u8]> {
+        Some(s)
+    }
 }
 
 macro_rules! code {
@@ -289,7 +310,6 @@ macro_rules! code {
         }
     };
 }
-code!(u8, "uint8");
 code!(u16, "uint16");
 code!(u32, "uint32");
 code!(u64, "uint64");

@@ -1,0 +1,244 @@
+//! The specialised kernels: the presets whose axes match a hand-tuned kernel run it. Each is
+//! the general engine's result bit for bit (codes, scales, values and counts; tested in
+//! `tests/schemes.rs` on random and adversarial tensors), only faster.
+//!
+//! | axes | kernel |
+//! |---|---|
+//! | float element of at most 8 bits or MXINT8, groups along the last axis, E8M0, an MX rule | [`crate::block::mx`] |
+//! | E2M1, groups of 16, E4M3 block scales, the seed or torchao second level | [`crate::block::nvfp4`] |
+//! | integer element, whole tensor / channel / groups dividing the last axis, binary64 scales | [`crate::quant`] |
+//! | float element, whole tensor, binary64 amax scale | [`crate::block::tensor`] |
+//! | a cast | the slice API of [`crate::round`] |
+//!
+//! All of them round to nearest even with saturation and take no rotation.
+
+use super::axes::{Arith, Blocks, Convention, Element, IntRange, Rule};
+use super::{Counts, Encoded, Scales, Scheme, SATURATE};
+use crate::block::mx::{self, MxElement, MxOptions};
+use crate::block::nvfp4::{self, Nvfp4Options};
+use crate::block::BlockStatus;
+use crate::error::Result;
+use crate::quant::{Granularity, IntOptions, Mapping};
+use crate::round::{Code, Float, Rounder};
+use crate::FloatFormat;
+
+fn counts(st: BlockStatus, per_nan_block: u64) -> Counts {
+    Counts {
+        elements: st.elements,
+        blocks: st.blocks,
+        saturated: st.saturated,
+        flushed: st.flushed,
+        nan: st.nan_blocks * per_nan_block,
+        nan_blocks: st.nan_blocks,
+        scale_clamped: st.scale_clamped,
+    }
+}
+
+/// Byte codes for a byte kernel: the caller's buffer when it holds bytes, else a scratch
+/// whose codes are widened afterwards.
+fn with_bytes<C: Code, T>(codes: &mut [C], n: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
+    if let Some(b) = C::as_u8s(codes) {
+        return f(b);
+    }
+    let mut tmp = vec![0u8; n];
+    let r = f(&mut tmp);
+    if !codes.is_empty() {
+        codes
+            .iter_mut()
+            .zip(&tmp)
+            .for_each(|(c, &b)| *c = C::from_u64(b as u64));
+    }
+    r
+}
+
+/// The MX kernel's options, when the scheme is one it runs.
+fn mx_options(s: &Scheme) -> Option<MxOptions> {
+    let Rule::Pow2(rule) = s.rule else {
+        return None;
+    };
+    let Blocks::Group(block) = s.blocks else {
+        return None;
+    };
+    let element = match s.element {
+        Element::Float(f) if f.bits() <= 8 && f.is_signed() && f.has_zero() => MxElement::Float(f),
+        Element::Int(g) if g.bits == 8 && g.range == IntRange::Full && g.frac == 6 => {
+            MxElement::Int8
+        }
+        _ => return None,
+    };
+    (s.scale == FloatFormat::E8M0).then_some(MxOptions {
+        element,
+        block,
+        scale: rule,
+        pad: s.pad,
+    })
+}
+
+/// Run the specialised kernel for `s`, if there is one (`None`: use the general engine).
+pub(crate) fn run<I: Float, C: Code>(
+    s: &Scheme,
+    x: &[I],
+    shape: &[usize],
+    values: &mut [I],
+    codes: &mut [C],
+    enc: &mut Encoded,
+) -> Result<Option<Counts>> {
+    if s.rounding != SATURATE || s.rotation.is_some() {
+        return Ok(None);
+    }
+    let n = x.len();
+    let row_len = shape.last().copied().unwrap_or(1).max(1);
+    if let Some(o) = mx_options(s) {
+        let Scales::Codes(sc) = &mut enc.scales else {
+            return Ok(None);
+        };
+        let st = with_bytes(codes, n, |c| -> Result<BlockStatus> {
+            let mut scratch = Vec::new();
+            let c = if c.is_empty() {
+                scratch.resize(n, 0u8);
+                &mut scratch[..]
+            } else {
+                c
+            };
+            if values.is_empty() {
+                mx::mx_encode_into(x, row_len, &o, c, sc)
+            } else {
+                mx::mx_quantize_into(x, row_len, &o, values, c, sc)
+            }
+        })?;
+        return Ok(Some(counts(st, o.block as u64)));
+    }
+    if s.element == Element::Float(FloatFormat::FP4_E2M1)
+        && s.blocks == Blocks::Group(nvfp4::BLOCK)
+        && s.scale == FloatFormat::FP8_E4M3
+        && matches!(s.rule, Rule::Amax { .. })
+        && matches!(s.second, Some(Convention::Seed | Convention::Torchao))
+    {
+        let convention = match s.second {
+            Some(Convention::Torchao) => nvfp4::Convention::Torchao,
+            _ => nvfp4::Convention::Seed,
+        };
+        let o = Nvfp4Options {
+            convention,
+            pad: s.pad,
+        };
+        let Scales::Codes(sc) = &mut enc.scales else {
+            return Ok(None);
+        };
+        let (g, st) = with_bytes(codes, n, |c| -> Result<(f32, BlockStatus)> {
+            let mut scratch = Vec::new();
+            let c = if c.is_empty() {
+                scratch.resize(n, 0u8);
+                &mut scratch[..]
+            } else {
+                c
+            };
+            if values.is_empty() {
+                nvfp4::nvfp4_encode_into(x, row_len, &o, c, sc)
+            } else {
+                nvfp4::nvfp4_quantize_into(x, row_len, &o, values, c, sc)
+            }
+        })?;
+        enc.tensor_scale = Some(g);
+        return Ok(Some(counts(st, 0)));
+    }
+    if let (Element::Int(g), Rule::Affine(clip)) = (s.element, s.rule) {
+        let granularity = match s.blocks {
+            Blocks::Tensor => Granularity::Tensor,
+            Blocks::Channel => Granularity::Channel,
+            Blocks::Group(k) if row_len.is_multiple_of(k) => Granularity::Group(k),
+            _ => return Ok(None),
+        };
+        if g.frac != 0 || s.scale != FloatFormat::FP64 {
+            return Ok(None);
+        }
+        let o = IntOptions {
+            bits: g.bits,
+            mapping: match g.range {
+                IntRange::Restricted => Mapping::Symmetric,
+                IntRange::Full => Mapping::SymmetricFull,
+                IntRange::Unsigned => Mapping::Asymmetric,
+            },
+            granularity,
+            clip,
+        };
+        let Scales::Values(sv) = &mut enc.scales else {
+            return Ok(None);
+        };
+        let groups = sv.len();
+        let mut zeros_tmp = vec![0.0; groups];
+        let zeros: &mut [f64] = match &mut enc.zeros {
+            Some(z) => z,
+            None => &mut zeros_tmp,
+        };
+        let mut clips = vec![1.0; groups];
+        let mut scratch = Vec::new();
+        let cbuf: &mut [C] = if codes.is_empty() {
+            scratch.resize(n, C::default());
+            &mut scratch
+        } else {
+            codes
+        };
+        let v = (!values.is_empty()).then_some(values);
+        let (sat, fl) =
+            crate::quant::quantize_int_codes_into(x, row_len, &o, v, cbuf, sv, zeros, &mut clips)?;
+        return Ok(Some(Counts {
+            elements: n as u64,
+            blocks: groups as u64,
+            saturated: sat,
+            flushed: fl,
+            ..Counts::default()
+        }));
+    }
+    if let (
+        Element::Float(f),
+        Rule::Amax {
+            arith: Arith::F64,
+            pow2: false,
+        },
+        Blocks::Tensor,
+        None,
+    ) = (s.element, s.rule, s.blocks, s.second)
+    {
+        if s.scale != FloatFormat::FP64 || f.bits() > 16 {
+            return Ok(None);
+        }
+        let t = crate::block::tensor::tensor_scaled(x, &f)?;
+        if !values.is_empty() {
+            values.copy_from_slice(&t.values);
+        }
+        codes
+            .iter_mut()
+            .zip(&t.codes)
+            .for_each(|(c, &v)| *c = C::from_u64(v));
+        enc.scales = Scales::Values(vec![t.scale]);
+        return Ok(Some(counts(t.status, 0)));
+    }
+    if let (Element::Float(f), Rule::None) = (s.element, s.rule) {
+        if !codes.is_empty() {
+            Rounder::<I>::new(&f, &SATURATE).encode(x, codes, 0);
+        }
+        let st = if values.is_empty() {
+            let mut c = vec![0u64; n];
+            Rounder::<I>::new(&f, &SATURATE).encode(x, &mut c, 0)
+        } else if f.fits_f32() || I::MANT == 52 {
+            crate::round_into(&f, x, values, &SATURATE)?
+        } else {
+            let mut v = vec![0f64; n];
+            let st = crate::round_into(&f, x, &mut v, &SATURATE)?;
+            values
+                .iter_mut()
+                .zip(&v)
+                .for_each(|(o, v)| *o = I::from_f64(*v));
+            st
+        };
+        return Ok(Some(Counts {
+            elements: n as u64,
+            saturated: st.saturated,
+            flushed: st.flushed,
+            nan: st.nan,
+            ..Counts::default()
+        }));
+    }
+    Ok(None)
+}

@@ -1,0 +1,527 @@
+//! The general engine: any element × block shape × scale format × rule × second level.
+//!
+//! The tensor is cut into bands (a band is one row of tiles, or a run of whole rows for
+//! groups and channels) that run in parallel; a band takes every block's statistics, then
+//! every block's scale ([`super::rule`]), then scales its elements row by row and rounds
+//! each row once through the element step ([`super::element`]). Bands are fixed by the
+//! shape alone, so the results do not depend on the thread count; stochastic rounding draws
+//! the bits of element `i` of the tensor from `(seed, i)`.
+
+use super::axes::{Element, Rule};
+use super::element::Step;
+use super::grid::Grid;
+use super::rule::two_level::{self, Global};
+use super::rule::{self, BlockScale, BlockStats, ScaleRounder, Scaling};
+use super::{Counts, Scheme};
+use crate::error::{Error, Result};
+use crate::round::{Code, Float};
+use rayon::prelude::*;
+
+/// Elements per band of whole rows (at least one row).
+const BAND: usize = 1 << 14;
+
+/// Where the engine writes; an empty slice is an output not asked for.
+pub(crate) struct Outputs<'a, O, C> {
+    /// Dequantized values, in the input's shape.
+    pub values: &'a mut [O],
+    /// Element codes, in the input's shape.
+    pub codes: &'a mut [C],
+    /// Scale codes (scale formats of at most 8 bits), one per block.
+    pub scale_codes: &'a mut [u8],
+    /// Scale values (wider scale formats), one per block.
+    pub scale_values: &'a mut [f64],
+    /// Zero points (asymmetric integers), one per block.
+    pub zeros: &'a mut [f64],
+}
+
+/// The per-call constants.
+pub(crate) struct Ctx {
+    pub s: Scheme,
+    pub grid: Grid,
+    step: Step,
+    alt: Option<Step>,
+    sr: ScaleRounder,
+    global: Option<Global>,
+    need_data: bool,
+}
+
+/// The largest value the tensor's amax maps to in the block-scale format: the format's
+/// largest (448 for E4M3), or 256 for 4over6.
+fn global_max(s: &Scheme) -> f64 {
+    match s.rule {
+        Rule::Best(super::axes::Best::FourOverSix) => 256.0,
+        _ => s.scale.max_finite(),
+    }
+}
+
+impl Ctx {
+    pub(crate) fn new<I: Float>(s: &Scheme, x: &[I], grid: Grid) -> Result<Ctx> {
+        let global = s.second.map(|conv| {
+            two_level::global(
+                conv,
+                crate::block::max_abs(x),
+                s.element.max(),
+                global_max(s),
+            )
+        });
+        Ok(Ctx {
+            s: *s,
+            grid,
+            step: Step::new(&s.element, &s.rounding),
+            alt: super::rule_alt_element(s).map(|e| Step::new(&e, &s.rounding)),
+            sr: ScaleRounder::new(&s.scale),
+            global,
+            need_data: matches!(
+                s.rule,
+                Rule::Affine(crate::quant::Clip::Mse) | Rule::Best(_)
+            ),
+        })
+    }
+
+    /// The tensor scale of a two-level scheme.
+    pub(crate) fn tensor_scale(&self) -> Option<f32> {
+        self.global.map(|g| g.g)
+    }
+
+    /// The scale of one block.
+    fn block_scale(&self, st: &BlockStats) -> BlockScale {
+        match self.s.rule {
+            Rule::None => BlockScale {
+                code: 0,
+                value: 1.0,
+                d: 1.0,
+                zero: 0.0,
+                y: Scaling::Mul64(1.0),
+                clamped: false,
+                alt: false,
+            },
+            Rule::Pow2(r) => rule::pow2::block_scale(r, &self.s.element, st),
+            Rule::Amax { arith, pow2 } => match &self.global {
+                Some(g) => two_level::block_scale(
+                    g,
+                    self.s.element.max(),
+                    &self.s.scale,
+                    &self.sr,
+                    st.amax,
+                ),
+                None => rule::amax::block_scale(arith, pow2, &self.s.element, &self.sr, st),
+            },
+            Rule::Affine(clip) => match self.s.element {
+                Element::Int(g) => rule::affine::block_scale(&g, clip, st),
+                Element::Float(_) => unreachable!("validated: affine rules take integer elements"),
+            },
+            Rule::Best(b) => super::best_block(self, b, st),
+        }
+    }
+
+    /// The element step of a block.
+    pub(crate) fn step(&self, alt: bool) -> &Step {
+        match (&self.alt, alt) {
+            (Some(a), true) => a,
+            _ => &self.step,
+        }
+    }
+
+    /// The global tensor scale context (two-level schemes).
+    pub(crate) fn global(&self) -> Option<&Global> {
+        self.global.as_ref()
+    }
+
+    /// The block-scale rounder.
+    pub(crate) fn scale_rounder(&self) -> &ScaleRounder {
+        &self.sr
+    }
+}
+
+/// Running statistics of a block.
+#[derive(Debug, Clone, Copy)]
+struct Acc {
+    amax: f64,
+    lo: f64,
+    hi: f64,
+    finite: bool,
+}
+
+impl Acc {
+    const EMPTY: Acc = Acc {
+        amax: 0.0,
+        lo: f64::INFINITY,
+        hi: f64::NEG_INFINITY,
+        finite: true,
+    };
+
+    #[inline(always)]
+    fn add<I: Float>(&mut self, seg: &[I], lohi: bool) {
+        let m = I::from_bits(crate::block::max_abs_bits(seg)).to_f64();
+        if m > self.amax || m.is_nan() {
+            self.amax = m;
+        }
+        if !m.is_finite() {
+            self.finite = false;
+        }
+        if lohi {
+            for v in seg {
+                let v = v.to_f64();
+                self.lo = self.lo.min(v);
+                self.hi = self.hi.max(v);
+            }
+        }
+    }
+
+    fn stats<'a>(&self, data: &'a [f64]) -> BlockStats<'a> {
+        BlockStats {
+            amax: self.amax,
+            lo: if self.lo.is_finite() { self.lo } else { 0.0 },
+            hi: if self.hi.is_finite() { self.hi } else { 0.0 },
+            finite: self.finite,
+            data,
+        }
+    }
+}
+
+/// Cut `s` into consecutive pieces of the given lengths (an empty `s` gives empty pieces).
+fn split<'a, T>(mut s: &'a mut [T], lens: &[usize]) -> Vec<&'a mut [T]> {
+    let mut out = Vec::with_capacity(lens.len());
+    for &l in lens {
+        if s.is_empty() {
+            out.push(Default::default());
+            continue;
+        }
+        let (a, b) = s.split_at_mut(l);
+        out.push(a);
+        s = b;
+    }
+    out
+}
+
+/// One band: `rows` rows starting at the tensor's row `row0`; `blocks` scales.
+struct Band {
+    row0: usize,
+    rows: usize,
+    blocks: usize,
+}
+
+fn bands(g: &Grid) -> Vec<Band> {
+    let (tr, tc) = g.tile.expect("tiled");
+    let bc = g.cols.div_ceil(tc);
+    let mut out = Vec::new();
+    if tr > 1 {
+        for m in 0..g.mats {
+            let mut i = 0;
+            while i < g.rows {
+                let rows = tr.min(g.rows - i);
+                out.push(Band {
+                    row0: m * g.rows + i,
+                    rows,
+                    blocks: bc,
+                });
+                i += tr;
+            }
+        }
+    } else {
+        let total = g.mats * g.rows;
+        let k = (BAND / g.cols.max(1)).max(1);
+        let mut r = 0;
+        while r < total {
+            let rows = k.min(total - r);
+            out.push(Band {
+                row0: r,
+                rows,
+                blocks: rows * bc,
+            });
+            r += k;
+        }
+    }
+    out
+}
+
+/// Run the scheme over `x`.
+pub(crate) fn run<I: Float, O: Float, C: Code>(
+    ctx: &Ctx,
+    x: &[I],
+    out: Outputs<'_, O, C>,
+) -> Counts {
+    let g = &ctx.grid;
+    if g.tile.is_none() {
+        return whole(ctx, x, out);
+    }
+    let bs = bands(g);
+    let cols = g.cols;
+    let elems: Vec<usize> = bs.iter().map(|b| b.rows * cols).collect();
+    let nblocks: Vec<usize> = bs.iter().map(|b| b.blocks).collect();
+    let xs: Vec<&[I]> = {
+        let mut v = Vec::with_capacity(bs.len());
+        let mut rest = x;
+        for &l in &elems {
+            let (a, b) = rest.split_at(l);
+            v.push(a);
+            rest = b;
+        }
+        v
+    };
+    let vs = split(out.values, &elems);
+    let cs = split(out.codes, &elems);
+    let scs = split(out.scale_codes, &nblocks);
+    let svs = split(out.scale_values, &nblocks);
+    let zs = split(out.zeros, &nblocks);
+    let work: Vec<BandWork<'_, I, O, C>> = bs
+        .iter()
+        .zip(xs)
+        .zip(vs)
+        .zip(cs)
+        .zip(scs)
+        .zip(svs)
+        .zip(zs)
+        .map(|((((((b, x), v), c), sc), sv), z)| BandWork {
+            b,
+            x,
+            out: Outputs {
+                values: v,
+                codes: c,
+                scale_codes: sc,
+                scale_values: sv,
+                zeros: z,
+            },
+        })
+        .collect();
+    let one = |w: BandWork<'_, I, O, C>| band(ctx, w.b, w.x, w.out);
+    if x.len() >= crate::block::PARALLEL_MIN {
+        work.into_par_iter()
+            .map(one)
+            .reduce(Counts::default, |a, b| a + b)
+    } else {
+        work.into_iter()
+            .map(one)
+            .fold(Counts::default(), |a, b| a + b)
+    }
+}
+
+/// One band's input and outputs.
+struct BandWork<'a, I, O, C> {
+    b: &'a Band,
+    x: &'a [I],
+    out: Outputs<'a, O, C>,
+}
+
+fn band<I: Float, O: Float, C: Code>(
+    ctx: &Ctx,
+    b: &Band,
+    x: &[I],
+    out: Outputs<'_, O, C>,
+) -> Counts {
+    let Outputs {
+        values: v,
+        codes: c,
+        scale_codes: sc,
+        scale_values: sv,
+        zeros: z,
+    } = out;
+    let g = &ctx.grid;
+    let (tr, tc) = g.tile.expect("tiled");
+    let cols = g.cols;
+    let bc = cols.div_ceil(tc);
+    let tile_band = tr > 1;
+    let lohi = matches!(ctx.s.element, Element::Int(ig) if ig.range == super::axes::IntRange::Unsigned)
+        && matches!(ctx.s.rule, Rule::Affine(_));
+    let block_of = |r: usize, j: usize| if tile_band { j } else { r * bc + j };
+    // 1. statistics
+    let mut acc = vec![Acc::EMPTY; b.blocks];
+    for r in 0..b.rows {
+        let row = &x[r * cols..(r + 1) * cols];
+        for j in 0..bc {
+            let seg = &row[j * tc..((j + 1) * tc).min(cols)];
+            acc[block_of(r, j)].add(seg, lohi);
+        }
+    }
+    // 2. scales (the candidate rules read the block's elements)
+    let mut data: Vec<f64> = Vec::new();
+    let scales: Vec<BlockScale> = (0..b.blocks)
+        .map(|k| {
+            if ctx.need_data && acc[k].finite {
+                data.clear();
+                let (j, rows) = if tile_band {
+                    (k, 0..b.rows)
+                } else {
+                    (k % bc, k / bc..k / bc + 1)
+                };
+                for r in rows {
+                    let row = &x[r * cols..(r + 1) * cols];
+                    data.extend(
+                        row[j * tc..((j + 1) * tc).min(cols)]
+                            .iter()
+                            .map(|v| v.to_f64()),
+                    );
+                }
+            }
+            ctx.block_scale(&acc[k].stats(&data))
+        })
+        .collect();
+    let mut counts = Counts {
+        blocks: b.blocks as u64,
+        ..Counts::default()
+    };
+    for (k, s) in scales.iter().enumerate() {
+        if let Some(o) = sc.get_mut(k) {
+            *o = s.code;
+        }
+        if let Some(o) = sv.get_mut(k) {
+            *o = s.value;
+        }
+        if let Some(o) = z.get_mut(k) {
+            *o = s.zero;
+        }
+        counts.scale_clamped += s.clamped as u64;
+        counts.nan_blocks += (s.y == Scaling::Nan) as u64;
+    }
+    // 3. elements, one row at a time
+    let mut segs: Vec<(usize, usize, &BlockScale)> = Vec::with_capacity(bc);
+    let mut y = vec![0f64; cols];
+    for r in 0..b.rows {
+        segs.clear();
+        for j in 0..bc {
+            segs.push((j * tc, ((j + 1) * tc).min(cols), &scales[block_of(r, j)]));
+        }
+        let at = r * cols..(r + 1) * cols;
+        let vr = if v.is_empty() {
+            &mut [][..]
+        } else {
+            &mut v[at.clone()]
+        };
+        let cr = if c.is_empty() {
+            &mut [][..]
+        } else {
+            &mut c[at.clone()]
+        };
+        ctx.fill(&x[at.clone()], &segs, &mut y);
+        counts += ctx.round_row(&x[at], &y, &segs, ((b.row0 + r) * cols) as u64, vr, cr);
+    }
+    counts.elements = x.len() as u64;
+    counts
+}
+
+/// One scale for the whole tensor.
+fn whole<I: Float, O: Float, C: Code>(ctx: &Ctx, x: &[I], out: Outputs<'_, O, C>) -> Counts {
+    let mut acc = Acc::EMPTY;
+    let lohi =
+        matches!(ctx.s.element, Element::Int(ig) if ig.range == super::axes::IntRange::Unsigned);
+    for ch in x.chunks(BAND) {
+        acc.add(ch, lohi);
+    }
+    let data: Vec<f64> = if ctx.need_data && acc.finite {
+        x.iter().map(|v| v.to_f64()).collect()
+    } else {
+        Vec::new()
+    };
+    let s = ctx.block_scale(&acc.stats(&data));
+    if let Some(o) = out.scale_codes.first_mut() {
+        *o = s.code;
+    }
+    if let Some(o) = out.scale_values.first_mut() {
+        *o = s.value;
+    }
+    if let Some(o) = out.zeros.first_mut() {
+        *o = s.zero;
+    }
+    let n = x.len();
+    let segs_of = |len: usize| vec![(0usize, len, &s)];
+    let lens: Vec<usize> = (0..n.div_ceil(BAND))
+        .map(|i| BAND.min(n - i * BAND))
+        .collect();
+    let vs = split(out.values, &lens);
+    let cs = split(out.codes, &lens);
+    type Piece<'a, I, O, C> = (usize, ((&'a [I], &'a mut [O]), &'a mut [C]));
+    let work: Vec<Piece<'_, I, O, C>> = x.chunks(BAND).zip(vs).zip(cs).enumerate().collect();
+    let one = |(i, ((xc, vc), cc)): Piece<'_, I, O, C>| {
+        ctx.step_row(xc, &segs_of(xc.len()), (i * BAND) as u64, vc, cc)
+    };
+    let mut counts = if n >= crate::block::PARALLEL_MIN {
+        work.into_par_iter()
+            .map(one)
+            .reduce(Counts::default, |a, b| a + b)
+    } else {
+        work.into_iter()
+            .map(one)
+            .fold(Counts::default(), |a, b| a + b)
+    };
+    counts.elements = n as u64;
+    counts.blocks = 1;
+    counts.scale_clamped = s.clamped as u64;
+    counts.nan_blocks = (s.y == Scaling::Nan) as u64;
+    counts
+}
+
+impl Ctx {
+    /// Scale, round and decode one row (or piece) whose segments share the given scales;
+    /// `index0` is the tensor index of its first element.
+    fn step_row<I: Float, O: Float, C: Code>(
+        &self,
+        x: &[I],
+        segs: &[(usize, usize, &BlockScale)],
+        index0: u64,
+        v: &mut [O],
+        c: &mut [C],
+    ) -> Counts {
+        let mut y = vec![0f64; x.len()];
+        self.fill(x, segs, &mut y);
+        self.round_row(x, &y, segs, index0, v, c)
+    }
+
+    /// `y` of every element of a row.
+    fn fill<I: Float>(&self, x: &[I], segs: &[(usize, usize, &BlockScale)], y: &mut [f64]) {
+        for &(a, e, s) in segs {
+            for (yi, xi) in y[a..e].iter_mut().zip(&x[a..e]) {
+                *yi = s.y.apply(xi.to_f64());
+            }
+        }
+    }
+
+    /// Round a row whose `y` is filled.
+    fn round_row<I: Float, O: Float, C: Code>(
+        &self,
+        x: &[I],
+        y: &[f64],
+        segs: &[(usize, usize, &BlockScale)],
+        index0: u64,
+        v: &mut [O],
+        c: &mut [C],
+    ) -> Counts {
+        let mut counts = Counts::default();
+        // the alternative element (IF4): segments that use it take their own step
+        if self.alt.is_some() && segs.iter().any(|s| s.2.alt) {
+            for &(a, e, s) in segs {
+                let st = self.step(s.alt);
+                let seg = [(0, e - a, s)];
+                let vr = if v.is_empty() {
+                    &mut [][..]
+                } else {
+                    &mut v[a..e]
+                };
+                let cr = if c.is_empty() {
+                    &mut [][..]
+                } else {
+                    &mut c[a..e]
+                };
+                counts += st.run(&x[a..e], &y[a..e], &seg, index0 + a as u64, vr, cr);
+            }
+            return counts;
+        }
+        self.step.run(x, y, segs, index0, v, c)
+    }
+}
+
+/// Check that the inputs suit the rule: every rule but MX's and a plain cast refuses NaN and
+/// ±Inf (a scale computed from them would be meaningless).
+pub(crate) fn check_finite<I: Float>(s: &Scheme, x: &[I]) -> Result<()> {
+    if matches!(s.rule, Rule::Pow2(_) | Rule::None) {
+        return Ok(());
+    }
+    let m = crate::block::max_abs(x);
+    if m.is_finite() {
+        return Ok(());
+    }
+    let i = x.iter().position(|v| !v.to_f64().is_finite()).unwrap_or(0);
+    Err(Error::InvalidArgument(format!(
+        "{s} needs finite inputs (its scales come from the values); index {i} is NaN or Inf: \
+         remove them first, or use an MX scheme, which gives NaN blocks"
+    )))
+}

@@ -1,0 +1,152 @@
+//! Block Hadamard rotations: each run of `b` elements along the last axis (`b` a power of
+//! two) becomes `y = x · diag(s) · H_b / √b`, `H_b` Sylvester's matrix
+//! (`H[i][j] = (−1)^popcount(i & j)`), `s` the sign vector. The transform is orthogonal:
+//! the inverse is `x = (y · H_b / √b) · diag(s)`.
+//!
+//! Arithmetic: without `bf16`, the fast Walsh–Hadamard butterflies in binary64, then one
+//! multiplication by `1/√b` (exact for `b = 4^k`: 16, 64, …). With `bf16`, TransformerEngine's
+//! arithmetic: the inputs in binary32, the butterflies in binary32, `⊗ RN32(1/√b)`, `+ 0` (a
+//! GEMM's accumulator starts at +0, so an all-zero run gives +0, never −0), then one
+//! rounding to BF16 (nearest even). That is binary32 then BF16, a double rounding, as TE's
+//! GEMM with a binary32 accumulator gives (an exact sum rounded once to BF16 can differ: for
+//! `(1, 2^−8, 2^−30, 0, …)` TE gives 1, a single rounding 1 + 2^−7). The butterflies are one
+//! order of the binary32 additions; where the order matters TE's own result depends on its
+//! GEMM's order (the vectors of `tests/vectors/te_nvfp4.csv` are order-independent). The
+//! inverse is binary64 and not rounded.
+
+use super::axes::{Rotation, Signs};
+use crate::FloatFormat;
+
+/// TransformerEngine's fixed sign vector (`get_wgrad_sign_vector`, torchao's
+/// `DEFAULT_SIGN_VECTOR`).
+pub const TE_SIGNS: [i8; 16] = [1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1];
+
+/// The sign vector of a rotation.
+pub fn signs(r: &Rotation) -> Vec<f64> {
+    (0..r.size)
+        .map(|i| match r.signs {
+            Signs::Ones => 1.0,
+            Signs::Te => TE_SIGNS.get(i).copied().unwrap_or(1) as f64,
+            Signs::Seeded(seed) => {
+                if crate::round::random_bits(seed, i as u64) & 1 == 1 {
+                    -1.0
+                } else {
+                    1.0
+                }
+            }
+        })
+        .collect()
+}
+
+/// In-place Walsh–Hadamard transform (unnormalised, Sylvester order) of one block, in the
+/// arithmetic of `T` (binary64, or binary32 for TransformerEngine's RHT).
+fn fwht<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T>>(v: &mut [T]) {
+    let n = v.len();
+    let mut h = 1;
+    while h < n {
+        for i in (0..n).step_by(2 * h) {
+            for j in i..i + h {
+                let (a, b) = (v[j], v[j + h]);
+                v[j] = a + b;
+                v[j + h] = a - b;
+            }
+        }
+        h *= 2;
+    }
+}
+
+/// `x` rotated, block by block along rows of `cols` (a multiple of `r.size`).
+pub fn forward(r: &Rotation, x: &[f64], cols: usize) -> Vec<f64> {
+    debug_assert!(cols.is_multiple_of(r.size));
+    let s = signs(r);
+    if r.bf16 {
+        return forward_bf16(&s, x);
+    }
+    let k = 1.0 / (r.size as f64).sqrt();
+    let mut out = x.to_vec();
+    for b in out.chunks_mut(r.size) {
+        b.iter_mut().zip(&s).for_each(|(v, s)| *v *= s);
+        fwht(b);
+        b.iter_mut().for_each(|v| *v *= k);
+    }
+    out
+}
+
+/// TransformerEngine's RHT arithmetic: binary32 butterflies and scaling, rounded to BF16.
+fn forward_bf16(s: &[f64], x: &[f64]) -> Vec<f64> {
+    let k = 1.0f32 / (s.len() as f32).sqrt();
+    let opts = crate::RoundOptions::default();
+    let mut b32 = vec![0f32; s.len()];
+    let mut out = Vec::with_capacity(x.len());
+    for b in x.chunks(s.len()) {
+        b32.iter_mut()
+            .zip(b.iter().zip(s))
+            .for_each(|(o, (v, s))| *o = (*v as f32) * (*s as f32));
+        fwht(&mut b32);
+        out.extend(
+            b32.iter()
+                .map(|v| FloatFormat::BF16.round((v * k + 0.0) as f64, &opts)),
+        );
+    }
+    out
+}
+
+/// The inverse rotation of `y` (binary64, not rounded).
+pub fn inverse(r: &Rotation, y: &[f64], cols: usize) -> Vec<f64> {
+    debug_assert!(cols.is_multiple_of(r.size));
+    let s = signs(r);
+    let k = 1.0 / (r.size as f64).sqrt();
+    let mut out = y.to_vec();
+    for b in out.chunks_mut(r.size) {
+        fwht(b);
+        b.iter_mut().zip(&s).for_each(|(v, s)| *v = *v * k * s);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_transform_is_the_matrix_product_and_inverts() {
+        let r = Rotation {
+            size: 16,
+            signs: Signs::Te,
+            bf16: false,
+        };
+        let x: Vec<f64> = (0..32).map(|i| (i as f64 * 0.37).sin()).collect();
+        let y = forward(&r, &x, 32);
+        // y_j = Σ_i x_i s_i H_ij / 4, written plainly
+        for blk in 0..2 {
+            for j in 0..16usize {
+                let mut acc = 0.0;
+                for i in 0..16usize {
+                    let h = if (i & j).count_ones().is_multiple_of(2) {
+                        1.0
+                    } else {
+                        -1.0
+                    };
+                    acc += x[blk * 16 + i] * TE_SIGNS[i] as f64 * h;
+                }
+                assert!((y[blk * 16 + j] - acc / 4.0).abs() < 1e-12);
+            }
+        }
+        let back = inverse(&r, &y, 32);
+        for (a, b) in back.iter().zip(&x) {
+            assert!((a - b).abs() < 1e-15);
+        }
+        // random signs are ±1 and depend on the seed
+        let s1 = signs(&Rotation {
+            size: 32,
+            signs: Signs::Seeded(1),
+            bf16: false,
+        });
+        let s2 = signs(&Rotation {
+            size: 32,
+            signs: Signs::Seeded(2),
+            bf16: false,
+        });
+        assert!(s1.iter().all(|v| v.abs() == 1.0) && s1 != s2);
+    }
+}

@@ -1,0 +1,662 @@
+//! Mergeable error statistics: what the report prints for a tensor × scheme, kept so that a
+//! tensor reported in pieces, or a checkpoint reported shard by shard, merges to exactly
+//! the same figures, bit for bit, as one pass ([`ErrorStats::merge`]).
+//!
+//! For approximations `q_i` of reference values `x_i`, over the elements where both are
+//! finite:
+//!
+//! | figure | formula |
+//! |---|---|
+//! | relative error | `sqrt(Σ (q−x)² / Σ x²)` |
+//! | SQNR | `10 · log10(Σ x² / Σ (q−x)²)` dB |
+//! | NMSE | `Σ (q−x)² / Σ x²` |
+//! | RMSE | `sqrt(Σ (q−x)² / n)` |
+//! | cosine similarity | `Σ q·x / sqrt(Σ q² · Σ x²)` |
+//! | max abs error | `max |q − x|` |
+//! | p50, p99, p99.9 of `|q − x|` | from a log-binned histogram: 8 bins per binade (each bin `[2^e (1 + t/8), 2^e (1 + (t+1)/8))`), the percentile reported as the upper edge of its bin (within 12.5 % above the true value); 0 when it falls among exact elements |
+//!
+//! **How the sums are exact to merge.** Elements are taken in chunks of [`CHUNK`] (65,536)
+//! counted from the start of the tensor. Each chunk is scaled by the power of two `2^k` that
+//! brings its largest magnitude into `[1, 2)` (so neither squares of 1e200 overflow nor
+//! squares of 1e-170 underflow), its sums are taken in binary64 in a fixed order (eight
+//! lanes, `i mod 8`, reduced pairwise), and each chunk's sums are added, times `2^−2k`,
+//! into exact integer accumulators ([`ExactSum`]: every binary64 value times any power of
+//! two in `[2^−2304, 2^2304)`, without rounding). Integer addition is associative, so the
+//! totals do not depend on the order, the thread count or the grouping of chunks into
+//! pieces and tensors. A piece of a tensor must start at a multiple of `CHUNK` elements
+//! ([`ErrorStats::of_piece`]).
+//!
+//! **Degenerate data.** Elements whose reference is NaN or ±Inf are counted
+//! ([`ErrorStats::nonfinite_ref`]) and left out; approximations that are NaN or ±Inf for a
+//! finite reference are counted ([`ErrorStats::nonfinite_out`]) and left out. With no
+//! element left every figure is NaN (printed `n/a`), never 0. An all-zero reference with a
+//! nonzero error gives relative error ∞ and SQNR −∞; an approximation flushed entirely to
+//! zero gives relative error 1 and SQNR 0 dB.
+//!
+//! ```
+//! use lowprec::stats::ErrorStats;
+//! let x: Vec<f64> = (0..200_000).map(|i| ((i as f64) * 0.001).sin()).collect();
+//! let q: Vec<f64> = x.iter().map(|v| (v * 64.0).round() / 64.0).collect();
+//! let whole = ErrorStats::of(&q, &x);
+//! let split = 3 * lowprec::stats::CHUNK;
+//! let a = ErrorStats::of_piece(&q[..split], &x[..split], 0).unwrap();
+//! let b = ErrorStats::of_piece(&q[split..], &x[split..], split).unwrap();
+//! assert_eq!(a.merge(&b), whole); // bit for bit
+//! assert!(whole.sqnr_db() > 40.0 && whole.cosine() > 0.9999);
+//! ```
+
+use crate::error::{Error, Result};
+use crate::round::Float;
+use rayon::prelude::*;
+
+/// Elements per statistics chunk; pieces of a tensor start at multiples of it.
+pub const CHUNK: usize = 1 << 16;
+
+/// The exponent of bit 0 of limb 0 of an [`ExactSum`].
+const BASE: i32 = -2304;
+/// Limbs of 64 bits: `[2^−2304, 2^2304)`.
+const LIMBS: usize = 72;
+
+/// An exact sum of binary64 values times powers of two: a fixed-point integer of 4,608
+/// bits held in 64-bit digits (each in an `i128`, so that 2^63 additions never carry out).
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct ExactSum {
+    limbs: Box<[i128; LIMBS]>,
+    /// A term fell below `2^−2304` (dropped) or reached `2^2304` (the sum is infinite).
+    lost_low: bool,
+    overflow: bool,
+}
+
+impl Default for ExactSum {
+    fn default() -> Self {
+        ExactSum {
+            limbs: Box::new([0; LIMBS]),
+            lost_low: false,
+            overflow: false,
+        }
+    }
+}
+
+impl ExactSum {
+    /// Add `v · 2^e2` exactly (`v` finite).
+    pub fn add(&mut self, v: f64, e2: i32) {
+        if v == 0.0 {
+            return;
+        }
+        let b = v.to_bits();
+        let neg = b >> 63 != 0;
+        let field = ((b >> 52) & 0x7ff) as i32;
+        let frac = b & ((1u64 << 52) - 1);
+        let (m, e) = if field == 0 {
+            (frac, -1074)
+        } else {
+            (frac | (1u64 << 52), field - 1075)
+        };
+        let t = e + e2 - BASE;
+        if t < 0 {
+            self.lost_low = true;
+            return;
+        }
+        let (k, s) = ((t / 64) as usize, (t % 64) as u32);
+        if k + 1 >= LIMBS {
+            self.overflow = true;
+            return;
+        }
+        let w = (m as u128) << s;
+        let (lo, hi) = ((w as u64) as i128, ((w >> 64) as u64) as i128);
+        if neg {
+            self.limbs[k] -= lo;
+            self.limbs[k + 1] -= hi;
+        } else {
+            self.limbs[k] += lo;
+            self.limbs[k + 1] += hi;
+        }
+    }
+
+    /// The sum of two sums (exact).
+    pub fn merge(&self, o: &ExactSum) -> ExactSum {
+        let mut r = self.clone();
+        for (a, b) in r.limbs.iter_mut().zip(o.limbs.iter()) {
+            *a += b;
+        }
+        r.lost_low |= o.lost_low;
+        r.overflow |= o.overflow;
+        r
+    }
+
+    /// The sum as `(sign, mantissa, exponent)`: `±m · 2^e` with `m` rounded to 53 bits
+    /// (nearest even), `m ∈ [2^52, 2^53]`; `None` for zero.
+    fn parts(&self) -> Option<(bool, u64, i64)> {
+        let mut l = *self.limbs;
+        // digits in [0, 2^64), the top one carrying the sign
+        for k in 0..LIMBS - 1 {
+            let c = l[k] >> 64;
+            l[k] -= c << 64;
+            l[k + 1] += c;
+        }
+        let neg = l[LIMBS - 1] < 0;
+        if neg {
+            // negate: −v = (~digits) + 1, renormalised
+            for d in l.iter_mut() {
+                *d = -*d;
+            }
+            for k in 0..LIMBS - 1 {
+                let c = l[k] >> 64;
+                l[k] -= c << 64;
+                l[k + 1] += c;
+            }
+        }
+        let t = (0..LIMBS).rev().find(|&k| l[k] != 0)?;
+        let digit = |k: usize| if k < LIMBS { l[k] as u64 } else { 0 };
+        let hi = digit(t);
+        let mid = if t >= 1 { digit(t - 1) } else { 0 };
+        let lo = if t >= 2 { digit(t - 2) } else { 0 };
+        let sticky_low = t >= 3 && l[..t - 2].iter().any(|&d| d != 0);
+        let lz = hi.leading_zeros();
+        let mut top = ((hi as u128) << 64) | mid as u128;
+        let mut sticky = sticky_low;
+        if lz > 0 {
+            top = (top << lz) | (lo >> (64 - lz)) as u128;
+            sticky |= lo << lz != 0;
+        } else {
+            sticky |= lo != 0;
+        }
+        // bit 127 of `top` is the leading one; exponent of bit 0:
+        let e0 = BASE as i64 + 64 * (t as i64 - 1) - lz as i64;
+        let mant = (top >> 75) as u64;
+        let rem = top & ((1u128 << 75) - 1);
+        let half = 1u128 << 74;
+        let up = rem > half || (rem == half && (sticky || mant & 1 == 1));
+        Some((neg, mant + up as u64, e0 + 75))
+    }
+
+    /// The sum rounded to binary64 (±∞ beyond its range).
+    pub fn to_f64(&self) -> f64 {
+        if self.overflow {
+            return f64::INFINITY;
+        }
+        match self.parts() {
+            None => 0.0,
+            Some((neg, m, e)) => {
+                let v = ldexp(m as f64, e);
+                if neg {
+                    -v
+                } else {
+                    v
+                }
+            }
+        }
+    }
+
+    /// `self / o` (NaN for 0/0, ±∞ for x/0), without overflow in between.
+    pub fn ratio(&self, o: &ExactSum) -> f64 {
+        match (self.parts(), o.parts()) {
+            (None, None) => f64::NAN,
+            (Some((n, _, _)), None) => {
+                if n {
+                    f64::NEG_INFINITY
+                } else {
+                    f64::INFINITY
+                }
+            }
+            (None, Some(_)) => 0.0,
+            (Some((na, ma, ea)), Some((nb, mb, eb))) => {
+                let v = ldexp(ma as f64 / mb as f64, ea - eb);
+                if na != nb {
+                    -v
+                } else {
+                    v
+                }
+            }
+        }
+    }
+}
+
+/// `v · 2^e`, saturating to ±∞ and 0.
+fn ldexp(v: f64, e: i64) -> f64 {
+    let e = e.clamp(-3000, 3000) as i32;
+    let mut v = v;
+    let mut e = e;
+    while e > 1000 {
+        v *= crate::format::pow2(1000);
+        e -= 1000;
+    }
+    while e < -1000 {
+        v *= crate::format::pow2(-1000);
+        e += 1000;
+    }
+    v * crate::format::pow2(e)
+}
+
+/// The bin of the histogram holding `2^e (1 + t/8)`: `(e + BIN_BIAS) · 8 + t`.
+const BIN_BIAS: i32 = 2400;
+
+/// A log-binned histogram of `|q − x|`: 8 bins per binade, and a count of exact elements.
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct Histogram {
+    /// Elements whose error is exactly 0.
+    pub zeros: u64,
+    /// The index of `counts[0]`.
+    lo: u32,
+    /// Counts of consecutive bins.
+    counts: Vec<u64>,
+}
+
+impl Histogram {
+    fn add_bins(&mut self, lo: u32, counts: &[u64]) {
+        if counts.is_empty() {
+            return;
+        }
+        if self.counts.is_empty() {
+            self.lo = lo;
+            self.counts = counts.to_vec();
+            return;
+        }
+        let new_lo = self.lo.min(lo);
+        let new_hi = (self.lo as usize + self.counts.len()).max(lo as usize + counts.len());
+        if new_lo < self.lo || new_hi > self.lo as usize + self.counts.len() {
+            let mut c = vec![0u64; new_hi - new_lo as usize];
+            let off = (self.lo - new_lo) as usize;
+            c[off..off + self.counts.len()].copy_from_slice(&self.counts);
+            self.counts = c;
+            self.lo = new_lo;
+        }
+        let off = (lo - self.lo) as usize;
+        for (a, b) in self.counts[off..off + counts.len()].iter_mut().zip(counts) {
+            *a += b;
+        }
+    }
+
+    /// The histogram of both.
+    pub fn merge(&self, o: &Histogram) -> Histogram {
+        let mut r = self.clone();
+        r.zeros += o.zeros;
+        r.add_bins(o.lo, &o.counts);
+        r
+    }
+
+    /// The `p`-quantile (`0 < p ≤ 1`) of the errors: the upper edge of the bin holding the
+    /// `⌈p · n⌉`-th smallest; 0 when that one is exact; NaN when there is no element.
+    pub fn quantile(&self, p: f64) -> f64 {
+        let n = self.zeros + self.counts.iter().sum::<u64>();
+        if n == 0 {
+            return f64::NAN;
+        }
+        let rank = ((p * n as f64).ceil() as u64).clamp(1, n);
+        if rank <= self.zeros {
+            return 0.0;
+        }
+        let mut seen = self.zeros;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let b = self.lo as i64 + i as i64;
+                let (e, t) = ((b >> 3) as i32 - BIN_BIAS, (b & 7) as f64);
+                return crate::format::pow2(e.clamp(-1074, 1023)) * (1.0 + (t + 1.0) / 8.0);
+            }
+        }
+        f64::NAN
+    }
+}
+
+/// Mergeable error statistics of an approximation (see the module docs).
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
+pub struct ErrorStats {
+    /// Elements compared (reference and approximation finite).
+    pub n: u64,
+    /// Elements whose reference is NaN or ±Inf (left out).
+    pub nonfinite_ref: u64,
+    /// Elements whose approximation is NaN or ±Inf for a finite reference (left out).
+    pub nonfinite_out: u64,
+    sse: ExactSum,
+    energy: ExactSum,
+    qq: ExactSum,
+    qx: ExactSum,
+    /// `max |q − x|` as bits (an `f64`, compared as bits so that the type is `Eq`).
+    max_abs_bits: u64,
+    /// The errors' histogram.
+    pub hist: Histogram,
+}
+
+/// The sums of one chunk: `(n, nonfinite_ref, nonfinite_out, sse, energy, qq, qx, max|d|)`,
+/// scaled by `2^k`, with the histogram.
+fn chunk<I: Float>(q: &[I], x: &[I]) -> ErrorStats {
+    let mut st = ErrorStats::default();
+    // the largest magnitude among the compared pairs, and the counts of the others
+    let mut m = 0f64;
+    for (a, b) in q.iter().zip(x) {
+        let (a, b) = (a.to_f64(), b.to_f64());
+        if !b.is_finite() {
+            st.nonfinite_ref += 1;
+        } else if !a.is_finite() {
+            st.nonfinite_out += 1;
+        } else {
+            m = m.max(a.abs()).max(b.abs());
+        }
+    }
+    st.n = q.len() as u64 - st.nonfinite_ref - st.nonfinite_out;
+    if st.n == 0 {
+        return st;
+    }
+    if m == 0.0 {
+        st.hist.zeros = st.n;
+        return st;
+    }
+    let k = -crate::block::floor_log2(m);
+    let (s, s_inv) = (crate::format::pow2(k.clamp(-1022, 1023)), k);
+    // (k beyond ±1022 happens only for subnormal maxima, whose squares the scaling keeps)
+    let s2 = crate::format::pow2((k - k.clamp(-1022, 1023)).clamp(-1022, 1023));
+    const L: usize = 8;
+    let (mut sse, mut en, mut qq, mut qx, mut mx) =
+        ([0f64; L], [0f64; L], [0f64; L], [0f64; L], 0f64);
+    let mut bins = vec![0u32; (1100 + 4) * 8];
+    let full = q.len() / L * L;
+    let one = |i: usize,
+               lane: usize,
+               sse: &mut [f64; L],
+               en: &mut [f64; L],
+               qq: &mut [f64; L],
+               qx: &mut [f64; L],
+               mx: &mut f64,
+               bins: &mut [u32]| {
+        let (a, b) = (q[i].to_f64(), x[i].to_f64());
+        if !(a.is_finite() && b.is_finite()) {
+            return;
+        }
+        let (a, b) = (a * s * s2, b * s * s2);
+        let d = a - b;
+        sse[lane] += d * d;
+        en[lane] += b * b;
+        qq[lane] += a * a;
+        qx[lane] += a * b;
+        let ad = d.abs();
+        *mx = mx.max(ad);
+        let bits = ad.to_bits();
+        if bits == 0 {
+            bins[0] += 1;
+        } else {
+            let field = (bits >> 52) as i32;
+            let (e, t) = if field == 0 {
+                (crate::block::floor_log2(ad), 0)
+            } else {
+                (field - 1023, ((bits >> 49) & 7) as usize)
+            };
+            // scaled |d| < 4: e ≤ 1
+            let idx = ((e + 1100).max(0) as usize) * 8 + t + 8;
+            bins[idx.min(bins.len() - 1)] += 1;
+        }
+    };
+    for base in (0..full).step_by(L) {
+        for lane in 0..L {
+            one(
+                base + lane,
+                lane,
+                &mut sse,
+                &mut en,
+                &mut qq,
+                &mut qx,
+                &mut mx,
+                &mut bins,
+            );
+        }
+    }
+    for (lane, i) in (full..q.len()).enumerate() {
+        one(
+            i, lane, &mut sse, &mut en, &mut qq, &mut qx, &mut mx, &mut bins,
+        );
+    }
+    let red = |v: [f64; L]| ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+    let back = -2 * s_inv;
+    st.sse.add(red(sse), back);
+    st.energy.add(red(en), back);
+    st.qq.add(red(qq), back);
+    st.qx.add(red(qx), back);
+    st.max_abs_bits = ldexp(mx, -(s_inv as i64)).to_bits();
+    st.hist.zeros = bins[0] as u64;
+    // bins[8 + (e + 1100)·8 + t] holds scaled exponent e: true exponent e − k
+    let first = bins[1..].iter().position(|&c| c != 0).map(|p| p + 1);
+    if let Some(f) = first {
+        let last = bins.len() - 1 - bins.iter().rev().position(|&c| c != 0).unwrap_or(0);
+        let counts: Vec<u64> = bins[f..=last].iter().map(|&c| c as u64).collect();
+        // global bin of local index i: ((i − 8)/8 − 1100 − k + BIN_BIAS)·8 + (i − 8) % 8
+        let li = f - 8;
+        let e_true = (li / 8) as i32 - 1100 - k;
+        let lo = ((e_true + BIN_BIAS).max(0) as u32) * 8 + (li % 8) as u32;
+        st.hist.add_bins(lo, &counts);
+    }
+    st
+}
+
+impl ErrorStats {
+    /// The statistics of a whole tensor: `approx` against `exact` (same length), chunks in
+    /// parallel.
+    pub fn of<I: Float>(approx: &[I], exact: &[I]) -> ErrorStats {
+        approx
+            .par_chunks(CHUNK)
+            .zip(exact.par_chunks(CHUNK))
+            .map(|(a, e)| chunk(a, e))
+            .reduce(ErrorStats::default, |a, b| a.merge(&b))
+    }
+
+    /// The statistics of the piece of a tensor that starts at element `offset`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidArgument`] when `offset` is not a multiple of [`CHUNK`] (the chunks
+    /// would not be those of one pass) or the lengths differ.
+    pub fn of_piece<I: Float>(approx: &[I], exact: &[I], offset: usize) -> Result<ErrorStats> {
+        if !offset.is_multiple_of(CHUNK) || approx.len() != exact.len() {
+            return Err(Error::InvalidArgument(format!(
+                "statistics of a piece: the piece must start at a multiple of {CHUNK} elements \
+                 (it starts at {offset}) and both sides must have the same length ({} and {})",
+                approx.len(),
+                exact.len()
+            )));
+        }
+        Ok(Self::of(approx, exact))
+    }
+
+    /// The statistics of the concatenation (exact: any order, any grouping).
+    pub fn merge(&self, o: &ErrorStats) -> ErrorStats {
+        ErrorStats {
+            n: self.n + o.n,
+            nonfinite_ref: self.nonfinite_ref + o.nonfinite_ref,
+            nonfinite_out: self.nonfinite_out + o.nonfinite_out,
+            sse: self.sse.merge(&o.sse),
+            energy: self.energy.merge(&o.energy),
+            qq: self.qq.merge(&o.qq),
+            qx: self.qx.merge(&o.qx),
+            max_abs_bits: f64::from_bits(self.max_abs_bits)
+                .max(f64::from_bits(o.max_abs_bits))
+                .to_bits(),
+            hist: self.hist.merge(&o.hist),
+        }
+    }
+
+    fn none(&self) -> bool {
+        self.n == 0
+    }
+
+    /// `Σ (q − x)²` (binary64, ±∞ beyond its range).
+    pub fn sse(&self) -> f64 {
+        self.sse.to_f64()
+    }
+
+    /// `Σ x²`.
+    pub fn energy(&self) -> f64 {
+        self.energy.to_f64()
+    }
+
+    /// `sqrt(Σ (q−x)² / Σ x²)`: 0 when exact, ∞ for an error on an all-zero reference, NaN
+    /// when nothing was compared.
+    pub fn rel_error(&self) -> f64 {
+        self.nmse().sqrt()
+    }
+
+    /// `Σ (q−x)² / Σ x²`.
+    pub fn nmse(&self) -> f64 {
+        if self.none() {
+            return f64::NAN;
+        }
+        match self.sse.ratio(&self.energy) {
+            r if r.is_nan() => 0.0, // 0 / 0: an exact all-zero tensor
+            r => r,
+        }
+    }
+
+    /// `10 · log10(Σ x² / Σ (q−x)²)` dB: ∞ when exact, −∞ for an error on an all-zero
+    /// reference.
+    pub fn sqnr_db(&self) -> f64 {
+        if self.none() {
+            return f64::NAN;
+        }
+        -10.0 * self.nmse().log10()
+    }
+
+    /// `sqrt(Σ (q−x)² / n)`.
+    pub fn rmse(&self) -> f64 {
+        if self.none() {
+            return f64::NAN;
+        }
+        let mut n = ExactSum::default();
+        n.add(self.n as f64, 0);
+        self.sse.ratio(&n).sqrt()
+    }
+
+    /// `Σ q·x / sqrt(Σ q² · Σ x²)`: 1 for a perfect match; NaN when either side is all zero.
+    pub fn cosine(&self) -> f64 {
+        if self.none() {
+            return f64::NAN;
+        }
+        let a = self.qx.ratio(&self.qq);
+        let b = self.qx.ratio(&self.energy);
+        // (Σqx/Σqq)·(Σqx/Σxx) = cos², with the sign of Σqx
+        let c2 = a * b;
+        if c2.is_nan() {
+            return f64::NAN;
+        }
+        c2.abs().sqrt().copysign(a)
+    }
+
+    /// `max |q − x|` (NaN when nothing was compared).
+    pub fn max_abs(&self) -> f64 {
+        if self.none() {
+            return f64::NAN;
+        }
+        f64::from_bits(self.max_abs_bits)
+    }
+
+    /// The `p`-quantile of `|q − x|` ([`Histogram::quantile`]).
+    pub fn quantile(&self, p: f64) -> f64 {
+        self.hist.quantile(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_sums_are_exact_and_merge_in_any_order() {
+        let vals = [1e300, 1.0, -1e300, 2f64.powi(-1074), 3.5, -1.0];
+        let mut a = ExactSum::default();
+        for v in vals {
+            a.add(v, 0);
+        }
+        // 1e300 cancels exactly; 3.5 + 2^-1074 rounds to 3.5
+        assert_eq!(a.to_f64(), 3.5 + 2f64.powi(-1074));
+        let mut b = ExactSum::default();
+        for v in vals.iter().rev() {
+            b.add(*v, 0);
+        }
+        assert_eq!(a, b);
+        let mut big = ExactSum::default();
+        big.add(f64::MAX, 1000);
+        big.add(f64::MAX, 1000);
+        let mut one = ExactSum::default();
+        one.add(f64::MAX, 1000);
+        assert_eq!(big.ratio(&one), 2.0);
+        // a negative total
+        let mut n = ExactSum::default();
+        n.add(1.0, 0);
+        n.add(-3.0, 0);
+        assert_eq!(n.to_f64(), -2.0);
+        // rounding to nearest even from the exact sum: 1 + 2^-53 + 2^-80 rounds up
+        let mut r = ExactSum::default();
+        r.add(1.0, 0);
+        r.add(1.0, -53);
+        r.add(1.0, -80);
+        assert_eq!(r.to_f64(), 1.0 + f64::EPSILON);
+    }
+
+    #[test]
+    fn pieces_merge_to_one_pass_and_degenerate_data_is_honest() {
+        let x: Vec<f32> = (0..3 * CHUNK + 777)
+            .map(|i| ((i as f32) * 0.01).sin() * 3.0)
+            .collect();
+        let q: Vec<f32> = x.iter().map(|v| (v * 8.0).round() / 8.0).collect();
+        let one = ErrorStats::of(&q, &x);
+        for cut in [CHUNK, 2 * CHUNK, 3 * CHUNK] {
+            let a = ErrorStats::of_piece(&q[..cut], &x[..cut], 0).unwrap();
+            let b = ErrorStats::of_piece(&q[cut..], &x[cut..], cut).unwrap();
+            assert_eq!(b.merge(&a), one);
+        }
+        assert!(ErrorStats::of_piece(&q[5..], &x[5..], 5).is_err());
+        // every element NaN: nothing compared, figures NaN
+        let nan = vec![f32::NAN; 100];
+        let s = ErrorStats::of(&nan, &nan);
+        assert_eq!((s.n, s.nonfinite_ref), (0, 100));
+        assert!(s.rel_error().is_nan() && s.sqnr_db().is_nan());
+        // squares that overflow or underflow binary64 are scaled
+        let big = vec![1e200f64; 64];
+        let qb: Vec<f64> = big.iter().map(|v| v * 1.5).collect();
+        assert!((ErrorStats::of(&qb, &big).rel_error() - 0.5).abs() < 1e-15);
+        let tiny = vec![1e-170f64; 64];
+        let flushed = vec![0f64; 64];
+        let t = ErrorStats::of(&flushed, &tiny);
+        assert_eq!((t.rel_error(), t.sqnr_db()), (1.0, 0.0));
+        // an all-zero reference with an error
+        let z = ErrorStats::of(&[1.0f64, 0.0], &[0.0, 0.0]);
+        assert_eq!(
+            (z.rel_error(), z.sqnr_db()),
+            (f64::INFINITY, f64::NEG_INFINITY)
+        );
+        // an exact all-zero tensor
+        let e = ErrorStats::of(&[0.0f64; 4], &[0.0; 4]);
+        assert_eq!(
+            (e.rel_error(), e.sqnr_db(), e.quantile(0.5)),
+            (0.0, f64::INFINITY, 0.0)
+        );
+    }
+
+    #[test]
+    fn quantiles_bracket_the_true_ones_and_cosine_is_right() {
+        let x: Vec<f64> = (0..10_000).map(|i| i as f64).collect();
+        let q: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v + (i % 100) as f64 * 0.01)
+            .collect();
+        let s = ErrorStats::of(&q, &x);
+        // errors 0, .01, …, .99 evenly: p50 ≈ 0.49, p99 ≈ 0.98
+        for (p, t) in [(0.5, 0.49), (0.99, 0.98)] {
+            let v = s.quantile(p);
+            assert!(v >= t && v <= t * 1.125 + 1e-12, "{p}: {v}");
+        }
+        let dot: f64 = q.iter().zip(&x).map(|(a, b)| a * b).sum();
+        let nq: f64 = q.iter().map(|a| a * a).sum::<f64>().sqrt();
+        let nx: f64 = x.iter().map(|a| a * a).sum::<f64>().sqrt();
+        assert!((s.cosine() - dot / (nq * nx)).abs() < 1e-12);
+        assert!(
+            (s.rmse()
+                - (q.iter()
+                    .zip(&x)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f64>()
+                    / 1e4)
+                    .sqrt())
+            .abs()
+                < 1e-12
+        );
+    }
+}
