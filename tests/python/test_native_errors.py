@@ -33,7 +33,7 @@ def test_native_quantize_accumulate_gemm():
     n = lowprec.quantize(x, "nvfp4")
     assert n["scale_codes"].shape == (8, 4) and n["tensor_scale"] > 0
     i = lowprec.quantize(x, "int4:group=32")
-    assert i["scales"].shape == (16,)
+    assert i["scales"].shape == (8, 2)  # the block grid: 8 rows × 2 groups of 32
     assert lowprec.rel_error(i["values"], x) < 0.2
     s = lowprec.accumulate_native(np.ones((2, 300)), "bf16")
     assert s.tolist() == [256.0, 256.0]

@@ -41,6 +41,8 @@ enum Command {
     Quantize(cmd::quantize::Args),
     /// Turn a .safetensors file written by `quantize` back into floats.
     Dequantize(cmd::dequantize::Args),
+    /// Table of the named schemes (MX, NVFP4 conventions, 4over6, IF4, FP8 groups and tiles, …): bits, meaning, source.
+    Schemes(cmd::schemes::Args),
     /// A short tour: the format table, then what rounding does to a few numbers.
     #[command(after_help = "Examples:\n  lowprec tour")]
     Tour,
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         Command::Report(a) => cmd::report::run(&a),
         Command::Quantize(a) => cmd::quantize::run(&a),
         Command::Dequantize(a) => cmd::dequantize::run(&a),
+        Command::Schemes(a) => cmd::schemes::run(&a),
         Command::Tour => cmd::tour::run(),
         Command::Formats(a) => cmd::formats::run(&a),
         Command::Info(a) => cmd::info::run(&a),

@@ -467,3 +467,42 @@ fn impossible_combinations_name_the_option() {
         assert!(!e.contains('\n'), "{name}: one line: {e}");
     }
 }
+
+/// The general engine's binary32 lane (binary32 inputs under binary32 scalings: FP8 groups,
+/// tiles and channels, the TE and torchao NVFP4 conventions, amax scales) gives the codes,
+/// scales, counts and values of the binary64 path on the same inputs.
+#[test]
+fn binary32_lane_equals_the_binary64_path() {
+    for name in [
+        "fp8:group=128",
+        "fp8:tile=16x16",
+        "fp8:channel",
+        "fp8:group=32:scale=ue8m0",
+        "amax:fp6-e2m3:scale=bf16:group=64",
+        "amax:fp8-e5m2:scale=fp8-e4m3:group=16",
+        "nvfp4:convention=te",
+        "nvfp4:convention=te:tile=16x16",
+        "nvfp4:convention=torchao",
+        "nvfp4:convention=te:r=rtz",
+        "fp8:group=128:r=sr:seed=3",
+    ] {
+        let s = scheme(name);
+        let (rows, cols) = (48usize, 256usize);
+        let x32: Vec<f32> = data(rows * cols, cols, false, 5)
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let x64: Vec<f64> = x32.iter().map(|&v| v as f64).collect();
+        let shape = [rows, cols];
+        let run = |x: &dyn Fn(&mut [f64], &mut [u16], &mut Encoded) -> Counts| {
+            let mut enc = s.encoded(&shape).unwrap();
+            let (mut v, mut c) = (vec![0f64; rows * cols], vec![0u16; rows * cols]);
+            let k = x(&mut v, &mut c, &mut enc);
+            (v, c, enc, k)
+        };
+        let a = run(&|v, c, e| s.general_into(&x32, &shape, v, c, e).unwrap());
+        let b = run(&|v, c, e| s.general_into(&x64, &shape, v, c, e).unwrap());
+        assert_eq!((&a.1, &a.2, &a.3), (&b.1, &b.2, &b.3), "{name}");
+        assert!(same_values(&a.0, &b.0).is_none(), "{name}: values");
+    }
+}

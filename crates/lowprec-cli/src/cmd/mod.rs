@@ -12,6 +12,7 @@ pub mod plot;
 pub mod quantize;
 pub mod report;
 pub mod round;
+pub mod schemes;
 pub mod soliton;
 pub mod tour;
 pub mod verify;

@@ -20,7 +20,7 @@ pub use lowprec::report::DEFAULT_SCHEMES;
 #[command(after_help = "Examples:
   lowprec report --summary
   lowprec report model.safetensors -s mxfp4 -s nvfp4 -s int4:group=128
-  lowprec report weights.npy --json")]
+  lowprec report --summary --wide -s nvfp4:convention=te -s nvfp4:4over6 -s rht16:bf16+nvfp4:convention=te")]
 pub struct Args {
     /// `.npy` or `.safetensors` files (every floating tensor); none: the built-in tensors.
     pub files: Vec<PathBuf>,
@@ -35,6 +35,10 @@ pub struct Args {
     /// Only the per-scheme totals, not every tensor.
     #[arg(long)]
     pub summary: bool,
+    /// Also the cosine similarity, RMSE, NMSE and the p50 / p99 / p99.9 of the absolute
+    /// error (always in --json).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 /// One line of the report as `--json` writes it (the core's [`report::Row`] without its
@@ -48,7 +52,13 @@ struct JsonRow<'a> {
     bits_per_element: f64,
     rel_error: f64,
     sqnr_db: f64,
+    cosine: f64,
+    rmse: f64,
+    nmse: f64,
     max_abs_error: f64,
+    p50_abs_error: f64,
+    p99_abs_error: f64,
+    p999_abs_error: f64,
     saturated_share: f64,
     flushed_share: f64,
     nan: u64,
@@ -66,7 +76,13 @@ impl<'a> From<&'a Row> for JsonRow<'a> {
             bits_per_element: r.bits_per_element,
             rel_error: r.rel_error,
             sqnr_db: r.sqnr_db,
+            cosine: r.cosine,
+            rmse: r.rmse,
+            nmse: r.nmse,
             max_abs_error: r.max_abs_error,
+            p50_abs_error: r.p50,
+            p99_abs_error: r.p99,
+            p999_abs_error: r.p999,
             saturated_share: r.saturated_share,
             flushed_share: r.flushed_share,
             nan: r.nan,
@@ -143,7 +159,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let header = [
+    let mut header = vec![
         "tensor",
         "shape",
         "scheme",
@@ -154,6 +170,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         "saturated",
         "flushed",
     ];
+    if a.wide {
+        header.extend(["cosine", "RMSE", "NMSE", "p50 abs", "p99 abs", "p99.9 abs"]);
+    }
     let render = |rs: &[Row]| {
         let mut t = Table::new(&header);
         for r in rs {
@@ -171,17 +190,26 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                     format!("{:.3}", r.bits_per_element),
                     format!("n/a: {e}"),
                 ]),
-                None => t.row(vec![
-                    r.tensor.clone(),
-                    shape,
-                    r.scheme.clone(),
-                    format!("{:.3}", r.bits_per_element),
-                    format!("{:.3e}", r.rel_error),
-                    format!("{:.2}", r.sqnr_db),
-                    format!("{:.3e}", r.max_abs_error),
-                    fmt_pct(r.saturated_share),
-                    fmt_pct(r.flushed_share),
-                ]),
+                None => {
+                    let mut cells = vec![
+                        r.tensor.clone(),
+                        shape,
+                        r.scheme.clone(),
+                        format!("{:.3}", r.bits_per_element),
+                        format!("{:.3e}", r.rel_error),
+                        format!("{:.2}", r.sqnr_db),
+                        format!("{:.3e}", r.max_abs_error),
+                        fmt_pct(r.saturated_share),
+                        fmt_pct(r.flushed_share),
+                    ];
+                    if a.wide {
+                        cells.push(format!("{:.6}", r.cosine));
+                        cells.extend(
+                            [r.rmse, r.nmse, r.p50, r.p99, r.p999].map(|v| format!("{v:.3e}")),
+                        );
+                    }
+                    t.row(cells)
+                }
             }
         }
         t.render()

@@ -17,8 +17,16 @@ pub(crate) struct Step {
     elem: Element,
     opts: RoundOptions,
     rounder: Option<Rounder<f64>>,
+    /// The same rounding for binary32 `y` (the binary32 lane: exact binary32 scalings of
+    /// binary32 inputs, nearest or directed modes), which gives the codes of `rounder` on
+    /// the same values.
+    rounder32: Option<Rounder<f32>>,
     /// The value of every code (codes of at most 16 bits).
     table: Vec<f64>,
+    /// The codes whose value is zero are those `k` with `k & zero_mask == 0` (the sign bit
+    /// left out where −0 is a code; checked on every code when the step is made); `None`
+    /// for formats whose zeros are otherwise (none: E8M0), which look up `table`.
+    zero_mask: Option<u16>,
     /// The code of a NaN element (the format's positive NaN, else 0).
     nan_code: u16,
 }
@@ -40,13 +48,43 @@ impl Step {
         } else {
             Vec::new()
         };
+        let rounder32 = match elem {
+            Element::Float(f) if opts.mode != RoundingMode::Stochastic && elem.has_codes() => {
+                Some(Rounder::new(f, opts))
+            }
+            _ => None,
+        };
         Step {
             elem: *elem,
             opts: *opts,
             rounder,
+            rounder32,
+            zero_mask: zero_mask(&table),
             table,
             nan_code,
         }
+    }
+
+    /// Whether [`Step::run32`] takes these rows (a float element with codes, not stochastic).
+    pub(crate) fn has_lane32(&self) -> bool {
+        self.rounder32.is_some()
+    }
+
+    /// [`Step::run`] for `y` computed exactly in binary32 (the binary32 lane): the same codes,
+    /// values and counts as `run` on the same `y` widened, by the binary32 kernel.
+    pub(crate) fn run32<I: Float, O: Float, C: Code>(
+        &self,
+        x: &[I],
+        y: &[f32],
+        segs: &[(usize, usize, &BlockScale)],
+        index0: u64,
+        v: &mut [O],
+        c: &mut [C],
+    ) -> Counts {
+        let r = self.rounder32.as_ref().expect("checked by has_lane32");
+        let mut codes = vec![0u16; y.len()];
+        let st = r.encode(y, &mut codes, index0);
+        self.finish_float(x, &codes, st, segs, v, c)
     }
 
     /// Round `y` (the scaled `x`) into the element; the segments `(start, end, scale)` say
@@ -105,8 +143,24 @@ impl Step {
         }
         let mut codes = vec![0u16; y.len()];
         let st = r.encode(y, &mut codes, index0);
-        counts.saturated = st.saturated;
-        counts.nan = st.nan; // NaN inputs of a cast (scaled blocks take no NaN: y = 0)
+        self.finish_float(x, &codes, st, segs, v, c)
+    }
+
+    /// Codes and values of a row from the element codes of its `y`.
+    fn finish_float<I: Float, O: Float, C: Code>(
+        &self,
+        x: &[I],
+        codes: &[u16],
+        st: crate::Status,
+        segs: &[(usize, usize, &BlockScale)],
+        v: &mut [O],
+        c: &mut [C],
+    ) -> Counts {
+        let mut counts = Counts {
+            saturated: st.saturated,
+            nan: st.nan, // NaN inputs of a cast (scaled blocks take no NaN: y = 0)
+            ..Counts::default()
+        };
         for &(a, e, s) in segs {
             if s.y == Scaling::Nan {
                 counts.nan += (e - a) as u64;
@@ -120,17 +174,35 @@ impl Step {
                 }
                 continue;
             }
-            for i in a..e {
-                let code = codes[i];
-                let val = self.table[code as usize] * s.d;
-                counts.flushed += (val == 0.0 && x[i].to_f64() != 0.0) as u64;
-                if let Some(o) = c.get_mut(i) {
-                    *o = C::from_u64(code as u64);
-                }
-                if let Some(o) = v.get_mut(i) {
-                    *o = O::from_f64(val);
-                }
+            let (ks, xs, d) = (&codes[a..e], &x[a..e], s.d);
+            if !c.is_empty() {
+                c[a..e]
+                    .iter_mut()
+                    .zip(ks)
+                    .for_each(|(o, &k)| *o = C::from_u64(k as u64));
             }
+            if !v.is_empty() {
+                v[a..e]
+                    .iter_mut()
+                    .zip(ks)
+                    .for_each(|(o, &k)| *o = O::from_f64(self.table[k as usize] * d));
+            }
+            // flushed: value 0 for a nonzero input; the product of a nonzero code's value and
+            // `d` can only underflow to 0 for `d` below 2^-900 (then taken element by element)
+            counts.flushed += if d == 0.0 {
+                xs.iter().filter(|v| v.to_f64() != 0.0).count() as u64
+            } else if d.abs() < crate::format::pow2(-900) || self.zero_mask.is_none() {
+                ks.iter()
+                    .zip(xs)
+                    .filter(|(&k, v)| self.table[k as usize] * d == 0.0 && v.to_f64() != 0.0)
+                    .count() as u64
+            } else {
+                let m = self.zero_mask.unwrap_or(0);
+                ks.iter()
+                    .zip(xs)
+                    .map(|(&k, v)| ((k & m == 0) & (v.to_f64() != 0.0)) as u32)
+                    .sum::<u32>() as u64
+            };
         }
         counts
     }
@@ -173,6 +245,15 @@ impl Step {
         }
         counts
     }
+}
+
+/// The mask whose zero codes are exactly the codes of value zero in `table` (codes of the
+/// values of a format with a zero: `+0` alone, or `±0` one sign bit apart).
+fn zero_mask(table: &[f64]) -> Option<u16> {
+    let n = table.len();
+    let fits = |m: u16| (0..n).all(|k| ((k as u16) & m == 0) == (table[k] == 0.0));
+    let all = (n.max(2) - 1) as u16;
+    [all >> 1, all].into_iter().find(|&m| fits(m))
 }
 
 /// `t` rounded to an integer under the options' mode (stochastic: up with probability

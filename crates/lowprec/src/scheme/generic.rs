@@ -43,6 +43,8 @@ pub(crate) struct Ctx {
     sr: ScaleRounder,
     global: Option<Global>,
     need_data: bool,
+    /// The element's largest value (asked once per block).
+    max_e: f64,
 }
 
 /// The largest value the tensor's amax maps to in the block-scale format: the format's
@@ -71,6 +73,7 @@ impl Ctx {
             alt: super::rule_alt_element(s).map(|e| Step::new(&e, &s.rounding)),
             sr: ScaleRounder::new(&s.scale),
             global,
+            max_e: s.element.max(),
             need_data: matches!(
                 s.rule,
                 Rule::Affine(crate::quant::Clip::Mse) | Rule::Best(_)
@@ -97,13 +100,7 @@ impl Ctx {
             },
             Rule::Pow2(r) => rule::pow2::block_scale(r, &self.s.element, st),
             Rule::Amax { arith, pow2 } => match &self.global {
-                Some(g) => two_level::block_scale(
-                    g,
-                    self.s.element.max(),
-                    &self.s.scale,
-                    &self.sr,
-                    st.amax,
-                ),
+                Some(g) => two_level::block_scale(g, self.max_e, &self.sr, st.amax),
                 None => rule::amax::block_scale(arith, pow2, &self.s.element, &self.sr, st),
             },
             Rule::Affine(clip) => match self.s.element {
@@ -376,6 +373,7 @@ fn band<I: Float, O: Float, C: Code>(
     // 3. elements, one row at a time
     let mut segs: Vec<(usize, usize, &BlockScale)> = Vec::with_capacity(bc);
     let mut y = vec![0f64; cols];
+    let mut y32 = Vec::new();
     for r in 0..b.rows {
         segs.clear();
         for j in 0..bc {
@@ -392,8 +390,15 @@ fn band<I: Float, O: Float, C: Code>(
         } else {
             &mut c[at.clone()]
         };
+        let index0 = ((b.row0 + r) * cols) as u64;
+        if ctx.lane32::<I>(&segs) {
+            y32.resize(cols, 0f32);
+            fill32(&x[at.clone()], &segs, &mut y32);
+            counts += ctx.step.run32(&x[at], &y32, &segs, index0, vr, cr);
+            continue;
+        }
         ctx.fill(&x[at.clone()], &segs, &mut y);
-        counts += ctx.round_row(&x[at], &y, &segs, ((b.row0 + r) * cols) as u64, vr, cr);
+        counts += ctx.round_row(&x[at], &y, &segs, index0, vr, cr);
     }
     counts.elements = x.len() as u64;
     counts
@@ -450,7 +455,35 @@ fn whole<I: Float, O: Float, C: Code>(ctx: &Ctx, x: &[I], out: Outputs<'_, O, C>
     counts
 }
 
+/// `y` of a row in binary32 (every segment [`Scaling::is_f32`], binary32 inputs): the same
+/// values as [`Ctx::fill`], in a loop the compiler vectorises.
+fn fill32<I: Float>(x: &[I], segs: &[(usize, usize, &BlockScale)], y: &mut [f32]) {
+    for &(a, e, s) in segs {
+        let (ys, xs) = (&mut y[a..e], &x[a..e]);
+        match s.y {
+            Scaling::Mul32(m) => ys
+                .iter_mut()
+                .zip(xs)
+                .for_each(|(o, v)| *o = (v.to_f64() as f32) * m),
+            Scaling::Div32(d) => ys
+                .iter_mut()
+                .zip(xs)
+                .for_each(|(o, v)| *o = (v.to_f64() as f32) / d),
+            _ => unreachable!("checked by Ctx::lane32"),
+        }
+    }
+}
+
 impl Ctx {
+    /// Whether a row takes the binary32 lane: binary32 inputs, an element step that has it
+    /// (no IF4 alternative), and binary32 scalings in every segment.
+    fn lane32<I: Float>(&self, segs: &[(usize, usize, &BlockScale)]) -> bool {
+        I::MANT == 23
+            && self.alt.is_none()
+            && self.step.has_lane32()
+            && segs.iter().all(|s| s.2.y.is_f32())
+    }
+
     /// Scale, round and decode one row (or piece) whose segments share the given scales;
     /// `index0` is the tensor index of its first element.
     fn step_row<I: Float, O: Float, C: Code>(
@@ -461,6 +494,11 @@ impl Ctx {
         v: &mut [O],
         c: &mut [C],
     ) -> Counts {
+        if self.lane32::<I>(segs) {
+            let mut y = vec![0f32; x.len()];
+            fill32(x, segs, &mut y);
+            return self.step.run32(x, &y, segs, index0, v, c);
+        }
         let mut y = vec![0f64; x.len()];
         self.fill(x, segs, &mut y);
         self.round_row(x, &y, segs, index0, v, c)

@@ -44,7 +44,7 @@ pub use axes::{
 };
 pub use element::encode_block;
 pub use grid::Grid;
-pub use name::PRESETS;
+pub use name::{Preset, PRESETS};
 
 use crate::error::{Error, Result};
 use crate::round::{Code, Float, Overflow, RoundOptions};
@@ -425,11 +425,11 @@ impl Scheme {
     ///
     /// As [`Scheme::encode_into`].
     #[doc(hidden)]
-    pub fn general_into<I: Float, C: Code>(
+    pub fn general_into<I: Float, O: Float, C: Code>(
         &self,
         x: &[I],
         shape: &[usize],
-        values: &mut [I],
+        values: &mut [O],
         codes: &mut [C],
         enc: &mut Encoded,
     ) -> Result<Counts> {
@@ -643,14 +643,24 @@ impl Scheme {
     ) -> Result<Counts> {
         self.grid(shape)?;
         let cols = shape.last().copied().unwrap_or(1);
-        let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-        let xr = rotate::forward(r, &xf, cols);
         let inner = Scheme {
             rotation: None,
             ..*self
         };
         let mut v = vec![0f64; if values.is_empty() { 0 } else { x.len() }];
-        let counts = inner.quantize_into(&xr, shape, &mut v, codes, enc)?;
+        let counts = if r.bf16 {
+            // BF16 values are binary32: the binary32 kernels and lanes take them
+            let xr = rotate::forward_bf16(r, x);
+            if v.is_empty() {
+                inner.quantize_into(&xr, shape, &mut [], codes, enc)?
+            } else {
+                inner.general_into(&xr, shape, &mut v, codes, enc)?
+            }
+        } else {
+            let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+            let xr = rotate::forward(r, &xf, cols);
+            inner.quantize_into(&xr, shape, &mut v, codes, enc)?
+        };
         if !values.is_empty() {
             let back = rotate::inverse(r, &v, cols);
             values

@@ -15,7 +15,6 @@
 //! inverse is binary64 and not rounded.
 
 use super::axes::{Rotation, Signs};
-use crate::FloatFormat;
 
 /// TransformerEngine's fixed sign vector (`get_wgrad_sign_vector`, torchao's
 /// `DEFAULT_SIGN_VECTOR`).
@@ -55,13 +54,14 @@ fn fwht<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T>>(v: &mut
     }
 }
 
-/// `x` rotated, block by block along rows of `cols` (a multiple of `r.size`).
+/// `x` rotated, block by block along rows of `cols` (a multiple of `r.size`); with `r.bf16`
+/// in TransformerEngine's arithmetic ([`forward_bf16`]).
 pub fn forward(r: &Rotation, x: &[f64], cols: usize) -> Vec<f64> {
     debug_assert!(cols.is_multiple_of(r.size));
-    let s = signs(r);
     if r.bf16 {
-        return forward_bf16(&s, x);
+        return forward_bf16(r, x).into_iter().map(f64::from).collect();
     }
+    let s = signs(r);
     let k = 1.0 / (r.size as f64).sqrt();
     let mut out = x.to_vec();
     for b in out.chunks_mut(r.size) {
@@ -72,23 +72,30 @@ pub fn forward(r: &Rotation, x: &[f64], cols: usize) -> Vec<f64> {
     out
 }
 
-/// TransformerEngine's RHT arithmetic: binary32 butterflies and scaling, rounded to BF16.
-fn forward_bf16(s: &[f64], x: &[f64]) -> Vec<f64> {
-    let k = 1.0f32 / (s.len() as f32).sqrt();
-    let opts = crate::RoundOptions::default();
-    let mut b32 = vec![0f32; s.len()];
-    let mut out = Vec::with_capacity(x.len());
-    for b in x.chunks(s.len()) {
-        b32.iter_mut()
-            .zip(b.iter().zip(s))
-            .for_each(|(o, (v, s))| *o = (*v as f32) * (*s as f32));
-        fwht(&mut b32);
-        out.extend(
-            b32.iter()
-                .map(|v| FloatFormat::BF16.round((v * k + 0.0) as f64, &opts)),
-        );
+/// TransformerEngine's RHT arithmetic on inputs of any type: each input rounded to binary32,
+/// binary32 butterflies and scaling, `+0`, rounded to BF16; the BF16 values as binary32.
+pub fn forward_bf16<I: crate::round::Float>(r: &Rotation, x: &[I]) -> Vec<f32> {
+    let s: Vec<f32> = signs(r).iter().map(|&v| v as f32).collect();
+    let k = 1.0f32 / (r.size as f32).sqrt();
+    let mut out = vec![0f32; x.len()];
+    for (o, b) in out.chunks_mut(r.size).zip(x.chunks(r.size)) {
+        o.iter_mut()
+            .zip(b.iter().zip(&s))
+            .for_each(|(o, (v, s))| *o = (v.to_f64() as f32) * s);
+        fwht(o);
+        o.iter_mut().for_each(|v| *v = bf16_rne(*v * k + 0.0));
     }
     out
+}
+
+/// `v` rounded to nearest even into BF16 (overflow to ±Inf, NaN kept), as binary32.
+#[inline(always)]
+fn bf16_rne(v: f32) -> f32 {
+    if v.is_nan() {
+        return v;
+    }
+    let b = v.to_bits();
+    f32::from_bits((b + 0x7fff + ((b >> 16) & 1)) & 0xffff_0000)
 }
 
 /// The inverse rotation of `y` (binary64, not rounded).
@@ -107,6 +114,33 @@ pub fn inverse(r: &Rotation, y: &[f64], cols: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The BF16 rounding of the RHT is the core's general rounding into BF16, on every
+    /// 2^-12th binary32 pattern and the edges.
+    #[test]
+    fn bf16_rounding_is_the_general_one() {
+        let o = crate::RoundOptions::default();
+        let edges = [
+            0u32,
+            0x8000_0000,
+            0x7f7f_ffff,
+            0x7f7f_7fff,
+            0x7f7f_8000,
+            0x0000_8000,
+            0x0001_8000,
+            0x7f80_0000,
+            0xff80_0000,
+        ];
+        for b in (0..=u32::MAX).step_by(4093).chain(edges) {
+            let v = f32::from_bits(b);
+            let want = crate::FloatFormat::BF16.round(v as f64, &o);
+            let got = bf16_rne(v) as f64;
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "{b:#x}"
+            );
+        }
+    }
 
     #[test]
     fn the_transform_is_the_matrix_product_and_inverts() {

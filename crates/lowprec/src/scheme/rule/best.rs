@@ -70,15 +70,15 @@ pub(crate) fn block_scale(ctx: &Ctx, b: Best, st: &BlockStats) -> BlockScale {
     match b {
         Best::FourOverSix => {
             let c = [
-                two_level::block_scale(g, 6.0, sf, sr, st.amax),
-                two_level::block_scale(g, 4.0, sf, sr, st.amax),
+                two_level::block_scale(g, 6.0, sr, st.amax),
+                two_level::block_scale(g, 4.0, sr, st.amax),
             ];
             let e = [sse(st.data, &c[0], false), sse(st.data, &c[1], false)];
             c[choose(&e)]
         }
         Best::If4 => {
-            let fp = two_level::block_scale(g, 6.0, sf, sr, st.amax);
-            let mut int = two_level::block_scale(g, 7.0, sf, sr, st.amax);
+            let fp = two_level::block_scale(g, 6.0, sr, st.amax);
+            let mut int = two_level::block_scale(g, 7.0, sr, st.amax);
             let e = [sse(st.data, &fp, false), sse(st.data, &int, true)];
             if choose(&e) == 1 {
                 int.code |= sf.sign_mask() as u8;

@@ -33,6 +33,14 @@ pub(crate) enum Scaling {
 }
 
 impl Scaling {
+    /// Whether `y` is a binary32 operation on `RN32(x)` ([`Scaling::Mul32`],
+    /// [`Scaling::Div32`]): for binary32 inputs it is computed in binary32 exactly as
+    /// [`Scaling::apply`] computes it (the binary32 lane).
+    #[inline(always)]
+    pub(crate) fn is_f32(&self) -> bool {
+        matches!(self, Scaling::Mul32(_) | Scaling::Div32(_))
+    }
+
     /// `y` for one input element.
     #[inline(always)]
     pub(crate) fn apply(&self, x: f64) -> f64 {
@@ -105,6 +113,9 @@ pub(crate) struct BlockStats<'a> {
 #[derive(Debug, Clone)]
 pub(crate) struct ScaleRounder {
     sf: crate::FloatFormat,
+    /// The format's largest finite value and smallest normal (asked once per block).
+    pub max: f64,
+    pub min_normal: f64,
     /// Magnitudes of the codes `0 ..= max_mag`, ascending (formats of at most 8 bits).
     table: Vec<f64>,
 }
@@ -117,7 +128,12 @@ impl ScaleRounder {
         } else {
             Vec::new()
         };
-        ScaleRounder { sf: *sf, table }
+        ScaleRounder {
+            sf: *sf,
+            max: sf.max_finite(),
+            min_normal: sf.min_normal(),
+            table,
+        }
     }
 
     /// `v ≥ 0` (finite) rounded: `(code, value)`; the code is 0 for formats wider than 8 bits.

@@ -18,7 +18,6 @@
 
 use super::{BlockScale, ScaleRounder, Scaling};
 use crate::scheme::axes::Convention;
-use crate::FloatFormat;
 
 /// The tensor-level scale of a two-level scheme.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -76,14 +75,8 @@ fn zero_block() -> BlockScale {
 }
 
 /// The block scale for a block whose amax is `bmax`, the element's largest value `max_e`,
-/// in the block-scale format `sf` (rounded by `sr`).
-pub(crate) fn block_scale(
-    gl: &Global,
-    max_e: f64,
-    sf: &FloatFormat,
-    sr: &ScaleRounder,
-    bmax: f64,
-) -> BlockScale {
+/// in the block-scale format of `sr` (which rounds into it).
+pub(crate) fn block_scale(gl: &Global, max_e: f64, sr: &ScaleRounder, bmax: f64) -> BlockScale {
     if gl.zero {
         return zero_block();
     }
@@ -104,14 +97,14 @@ pub(crate) fn block_scale(
         }
         Convention::Torchao => {
             let t = ((bmax as f32) / (max_e as f32)) / gl.g;
-            let t = t.clamp(sf.min_normal() as f32, sf.max_finite() as f32);
+            let t = t.clamp(sr.min_normal as f32, sr.max as f32);
             let (code, s) = sr.round(t as f64);
             let r = (1.0f32 / gl.g) / (s as f32);
             (code, s, Scaling::Mul32(r))
         }
         Convention::Te => {
             let t = (bmax as f32) * (gl.s_enc * (1.0f32 / max_e as f32));
-            let t = t.min(sf.max_finite() as f32);
+            let t = t.min(sr.max as f32);
             let (code, s) = sr.round(t as f64);
             let enc = (1.0f32 / ((s as f32) * (1.0f32 / gl.s_enc))).min(f32::MAX);
             (code, s, Scaling::Mul32(enc))
