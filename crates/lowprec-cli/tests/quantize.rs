@@ -733,6 +733,29 @@ fn bad_input_is_one_clear_line_and_exit_2() {
         std::fs::remove_file(f).unwrap();
     }
 
+    // impossible combinations of the scheme axes: the option named, and what would work
+    for (scheme, needle) in [
+        ("fp8:tile=128x128", ":pad"),
+        ("rht12+mxfp4", "not a power of two"),
+        ("rht64+mxfp4:pad", "does not divide the last axis"),
+        ("if4:scale=ue4m3", "sign bit"),
+        ("mxfp8:scale=fp8-e4m3", "E8M0"),
+        ("nvfp4:clip=0.9", "integer"),
+    ] {
+        fails(
+            &[
+                "quantize",
+                s(&p("x40.npy")),
+                "--scheme",
+                scheme,
+                "-o",
+                s(&out_npy),
+            ],
+            &[&out_npy],
+            needle,
+        );
+    }
+
     // an unknown scheme: the message lists the grammar
     fails(
         &[

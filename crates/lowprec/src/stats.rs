@@ -428,9 +428,17 @@ fn chunk<I: Float>(q: &[I], x: &[I]) -> ErrorStats {
 }
 
 impl ErrorStats {
-    /// The statistics of a whole tensor: `approx` against `exact` (same length), chunks in
-    /// parallel.
+    /// The statistics of a whole tensor: `approx` against `exact`, chunks in parallel.
+    ///
+    /// # Panics
+    ///
+    /// When the two slices differ in length (a caller's bug, not a property of the data).
     pub fn of<I: Float>(approx: &[I], exact: &[I]) -> ErrorStats {
+        assert_eq!(
+            approx.len(),
+            exact.len(),
+            "ErrorStats::of: approximations and references differ in length"
+        );
         approx
             .par_chunks(CHUNK)
             .zip(exact.par_chunks(CHUNK))

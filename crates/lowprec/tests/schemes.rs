@@ -92,6 +92,7 @@ fn specialised_kernels_equal_the_general_engine() {
         "mxint8",
         "nvfp4",
         "nvfp4:convention=torchao",
+        "nvfp4:convention=te",
         "int8",
         "int8:channel",
         "int4:group=128",
@@ -468,6 +469,9 @@ fn impossible_combinations_name_the_option() {
     }
 }
 
+/// A quantization into values, codes and scales.
+type Quantize<'a> = dyn Fn(&mut [f64], &mut [u16], &mut Encoded) -> Counts + 'a;
+
 /// The general engine's binary32 lane (binary32 inputs under binary32 scalings: FP8 groups,
 /// tiles and channels, the TE and torchao NVFP4 conventions, amax scales) gives the codes,
 /// scales, counts and values of the binary64 path on the same inputs.
@@ -494,7 +498,7 @@ fn binary32_lane_equals_the_binary64_path() {
             .collect();
         let x64: Vec<f64> = x32.iter().map(|&v| v as f64).collect();
         let shape = [rows, cols];
-        let run = |x: &dyn Fn(&mut [f64], &mut [u16], &mut Encoded) -> Counts| {
+        let run = |x: &Quantize<'_>| {
             let mut enc = s.encoded(&shape).unwrap();
             let (mut v, mut c) = (vec![0f64; rows * cols], vec![0u16; rows * cols]);
             let k = x(&mut v, &mut c, &mut enc);
@@ -504,5 +508,107 @@ fn binary32_lane_equals_the_binary64_path() {
         let b = run(&|v, c, e| s.general_into(&x64, &shape, v, c, e).unwrap());
         assert_eq!((&a.1, &a.2, &a.3), (&b.1, &b.2, &b.3), "{name}");
         assert!(same_values(&a.0, &b.0).is_none(), "{name}: values");
+    }
+}
+
+/// Review findings, kept as regressions: rotations of casts and huge rotations are refused;
+/// canonical names of unusual combinations parse back; an MX NaN block of a format without
+/// NaN dequantizes to NaN; NaN counts of padded MX blocks, torchao's all-zero tensors and
+/// empty tensors agree between the kernels and the general engine.
+#[test]
+fn edge_cases_of_the_axes() {
+    for bad in [
+        "rht3+cast:bf16",
+        "had6+fp16",
+        "rht4611686018427387904+mxfp4",
+        "mxint8:sym",
+        "mxfp4:elem=int8",
+        "nvfp4:scale=ue8m0",
+        "nvfp4:arith=f32",
+        "int4:scale=fp32",
+    ] {
+        assert!(bad.parse::<Scheme>().is_err(), "{bad} parsed");
+    }
+    for name in [
+        "fp8:scale=ue8m0:scale=fp32",
+        "fp8:group=64:scale=ue8m0:scale=bf16",
+        "nvfp4:scale=e3m4",
+        "amax:fp8-e4m3:scale=e5m2b15:ieee:group=32",
+        "tensor:int8:full",
+        "amax:int4:asym:group=16",
+        "amax:int4:full:channel",
+        "rht32:seed=5:bf16+mxfp4:scale=even",
+        "had16+int4:group=16:r=sr:seed=9:sr-bits=8",
+        "mxint8:block=16:scale=rceil:pad",
+    ] {
+        let s = scheme(name);
+        assert_eq!(scheme(&s.to_string()), s, "{name} -> {s}");
+    }
+    // an MX NaN block of E2M1 (no NaN code): code 0, value NaN, and NaN back
+    let mut x = vec![1.0f32; 64];
+    x[40] = f32::NAN;
+    let s = scheme("mxfp4");
+    let q = s.apply(&x, &[64]).unwrap();
+    let mut back = vec![0f32; 64];
+    s.dequantize_into(&q.codes, &q.encoded, &[64], &mut back)
+        .unwrap();
+    assert!(back[32..].iter().all(|v| v.is_nan()) && back[..32].iter().all(|&v| v == 1.0));
+    assert!(q.values[32..].iter().all(|v| v.is_nan()));
+    // padded MX: the NaN block at the row end holds 8 elements
+    let mut x = vec![0.5f32; 40];
+    x[35] = f32::NAN;
+    check_general(
+        &scheme("mxfp8:pad"),
+        &x,
+        &[40],
+        "mxfp8:pad, a NaN in the last block",
+    );
+    assert_eq!(scheme("mxfp8:pad").apply(&x, &[40]).unwrap().counts.nan, 8);
+    // torchao's all-zero tensor keeps the sign of zero, in both paths
+    let z = [0.0f32, -0.0].repeat(8);
+    check_general(
+        &scheme("nvfp4:convention=torchao"),
+        &z,
+        &[16],
+        "torchao zeros",
+    );
+    check_general(&scheme("nvfp4:convention=te"), &z, &[16], "te zeros");
+    // empty tensors
+    for name in [
+        "mxfp4",
+        "nvfp4",
+        "nvfp4:convention=te",
+        "int4:group=32",
+        "fp8:tile=16x16:pad",
+    ] {
+        let q = scheme(name).apply(&Vec::<f32>::new(), &[4, 0]).unwrap();
+        assert!(q.values.is_empty() && q.counts.elements == 0, "{name}");
+    }
+    // a cast into a format without NaN refuses NaN, whichever path
+    assert!(scheme("cast:fp4-e2m1").apply(&[f32::NAN], &[1]).is_err());
+}
+
+/// A hostile quantized checkpoint (a shape far larger than its bytes) is refused with an
+/// error, not an allocation or a panic.
+#[test]
+fn a_quantized_file_with_a_huge_shape_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("q.safetensors");
+    for (scheme, shape) in [
+        ("mx:fp4-e2m1", "[4611686018427387904]"),
+        ("int16:group=16", "[16, 9223372036854775807]"),
+        ("mx:fp4-e2m1", "[1048576, 1048576]"),
+    ] {
+        let mut meta = BTreeMap::new();
+        meta.insert("lowprec.scheme".to_string(), scheme.to_string());
+        meta.insert(
+            "lowprec.tensor.w".to_string(),
+            format!(r#"{{"dtype":"F32","shape":{shape},"code_bits":4,"scale_format":"e8m0","scale_shape":[1]}}"#),
+        );
+        st::write(&f, &[TensorOut::new("w", Dtype::U8, &[0], &[])], &meta).unwrap();
+        let e = dequantize_file(&f, &dir.path().join("d.safetensors"))
+            .expect_err(scheme)
+            .to_string();
+        assert!(!e.contains('\n'), "{e}");
     }
 }

@@ -32,10 +32,13 @@ pub enum Convention {
     Seed,
     /// torchao's binary32 arithmetic with clamped block scales and a reciprocal.
     Torchao,
+    /// NVIDIA TransformerEngine's recipe: an encode scale `S = 2688 ⊘ amax`, block scales
+    /// rounded once with no lower clamp, the multiplier `min(1 ⊘ (s_b ⊗ (1 ⊘ S)), FLT_MAX)`.
+    Te,
 }
 
 impl Convention {
-    /// Parse `seed` or `torchao`.
+    /// Parse `seed`, `torchao` or `te`.
     ///
     /// # Errors
     ///
@@ -44,17 +47,19 @@ impl Convention {
         match s.trim().to_ascii_lowercase().as_str() {
             "seed" => Ok(Convention::Seed),
             "torchao" => Ok(Convention::Torchao),
+            "te" => Ok(Convention::Te),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown NVFP4 convention `{s}`; use seed or torchao"
+                "unknown NVFP4 convention `{s}`; use seed, torchao or te"
             ))),
         }
     }
 
-    /// `seed` or `torchao`.
+    /// `seed`, `torchao` or `te`.
     pub fn name(self) -> &'static str {
         match self {
             Convention::Seed => "seed",
             Convention::Torchao => "torchao",
+            Convention::Te => "te",
         }
     }
 }
@@ -207,27 +212,32 @@ fn convert_into<I: Float, O: Float>(
         blocks: blocks as u64,
         ..BlockStatus::default()
     };
-    if amax == 0.0 {
+    // an all-zero tensor: zero codes, scales and tensor scale (TE: S = 1, every block scale
+    // 0, below)
+    if amax == 0.0 && opts.convention != Convention::Te {
+        let torchao = opts.convention == Convention::Torchao;
         values.iter_mut().zip(x).for_each(|(v, x)| {
-            *v = match opts.convention {
-                Convention::Seed => O::from_f64(0.0),
-                Convention::Torchao => O::from_f64(x.to_f64()), // keeps −0
-            }
+            // torchao keeps −0
+            *v = O::from_f64(if torchao { x.to_f64() } else { 0.0 })
         });
         codes.iter_mut().zip(x).for_each(|(c, x)| {
-            *c = match opts.convention {
-                Convention::Seed => 0,
-                Convention::Torchao => (x.to_f64().is_sign_negative() as u8) << 3,
-            }
+            *c = ((torchao && x.to_f64().is_sign_negative()) as u8) << 3;
         });
         scales.iter_mut().for_each(|s| *s = 0);
         return Ok((0.0, st));
     }
-    let g: f32 = match opts.convention {
-        Convention::Seed => (amax / 2688.0) as f32,
-        Convention::Torchao => (amax as f32) / 2688.0f32,
+    let (g, s_enc): (f32, f32) = match opts.convention {
+        Convention::Seed => ((amax / 2688.0) as f32, 0.0),
+        Convention::Torchao => ((amax as f32) / 2688.0f32, 0.0),
+        Convention::Te => {
+            let a = amax as f32;
+            let s = (2688.0f32 / a).min(f32::MAX);
+            let s = if a == 0.0 || s == 0.0 { 1.0 } else { s };
+            (1.0 / s, s)
+        }
     };
     let mut ctx = Ctx::new(opts.convention, g as f64);
+    ctx.s_enc = s_enc;
     ctx.lookup = Lookup::new(bm, g as f64, &ctx.e4m3_vals);
     let inner = super::convert(&ctx, x, row_len, BLOCK, CHUNK, values, codes, scales);
     st.saturated = inner.saturated;
@@ -294,6 +304,8 @@ impl Lookup {
 struct Ctx {
     conv: Convention,
     g: f64,
+    /// TransformerEngine's encode scale `S` (`te` only).
+    s_enc: f32,
     /// E2M1's one-pass element step in binary64 (seed) and binary32 (torchao).
     fused64: Elem<f64>,
     fused32: Elem<f32>,
@@ -324,6 +336,7 @@ impl Ctx {
         Ctx {
             conv,
             g,
+            s_enc: 0.0,
             fused64: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
             fused32: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
             e4m3_64: Elem::new(&FloatFormat::FP8_E4M3).expect("E4M3 has a fused step"),
@@ -334,6 +347,20 @@ impl Ctx {
             e4m3_vals,
             e2m1_vals,
         }
+    }
+
+    /// TransformerEngine's block-scale argument `min(bmax ⊗ (S ⊗ RN32(1/6)), 448)` (rounded
+    /// once into E4M3 after).
+    #[inline(always)]
+    fn te_arg(&self, bmax: f32) -> f64 {
+        (bmax * (self.s_enc * (1.0f32 / 6.0f32))).min(448.0) as f64
+    }
+
+    /// TransformerEngine's element multiplier for a block scale of value `e`:
+    /// `min(1 ⊘ (e ⊗ (1 ⊘ S)), FLT_MAX)` (`FLT_MAX` for a zero scale).
+    #[inline(always)]
+    fn te_mul(&self, e: f32) -> f32 {
+        (1.0f32 / (e * (1.0f32 / self.s_enc))).min(f32::MAX)
     }
 
     /// Whole blocks of 16: every block scale first (one E4M3 rounding call for the item),
@@ -384,6 +411,10 @@ impl Ctx {
             Convention::Torchao => arg.iter_mut().zip(bmax).for_each(|(a, m)| {
                 *a = (((m as f32) / 6.0f32) / g32).clamp(2f32.powi(-6), 448.0) as f64
             }),
+            Convention::Te => arg
+                .iter_mut()
+                .zip(bmax)
+                .for_each(|(a, m)| *a = self.te_arg(m as f32)),
         }
         self.e4m3.encode(arg, s, 0);
         let inv_g32 = 1.0f32 / g32;
@@ -396,6 +427,7 @@ impl Ctx {
             fac32[k] = match self.conv {
                 Convention::Seed => (1.0 / fac[k]) as f32,
                 Convention::Torchao => inv_g32 / e as f32,
+                Convention::Te => self.te_mul(e as f32),
             };
         }
         // values in binary32 lanes by a split scale where that is exact
@@ -437,8 +469,8 @@ impl Ctx {
                     }
                 }
             }
-            Convention::Torchao => {
-                (st.saturated, st.flushed) = match f.split {
+            Convention::Torchao | Convention::Te => {
+                let (sat, fl) = match f.split {
                     Some(sp) => fused::blocks::<f32, I, Split, O, _, false>(
                         &self.fused32,
                         x,
@@ -458,6 +490,17 @@ impl Ctx {
                         c,
                     ),
                 };
+                // TE's zero-scale blocks: every nonzero element has value 0 (flushed), the
+                // pass counted only those whose code is 0
+                let mut fl = fl;
+                for k in (0..nblk).filter(|&k| f.sc[k] == 0.0) {
+                    let r = k * BLOCK..(k + 1) * BLOCK;
+                    fl += (c[r.clone()].iter().zip(&x[r]))
+                        .filter(|(&c, e)| c & 7 != 0 && e.to_f64() != 0.0)
+                        .count() as u64;
+                }
+                st.saturated = sat;
+                st.flushed = fl;
             }
         }
         st
@@ -587,6 +630,7 @@ impl Ctx {
                     Convention::Torchao => (((bmax as f32) / 6.0f32) / self.g as f32)
                         .clamp(2f32.powi(-6), 448.0)
                         as f64,
+                    Convention::Te => self.te_arg(bmax as f32),
                 };
                 k += 1;
             }
@@ -620,11 +664,15 @@ impl Ctx {
                 }
                 st.saturated = self.e2m1.encode(&y, c, 0).saturated;
             }
-            Convention::Torchao => {
+            Convention::Torchao | Convention::Te => {
                 let mut y = vec![0f32; n];
                 for row in x.chunks(seg) {
                     for blk in row.chunks(BLOCK) {
-                        let rcp = (1.0f32 / self.g as f32) / self.e4m3_vals[s[k] as usize] as f32;
+                        let e = self.e4m3_vals[s[k] as usize] as f32;
+                        let rcp = match self.conv {
+                            Convention::Te => self.te_mul(e),
+                            _ => (1.0f32 / self.g as f32) / e,
+                        };
                         y[at..at + blk.len()]
                             .iter_mut()
                             .zip(blk)
@@ -651,10 +699,11 @@ impl Ctx {
                 vb.iter_mut()
                     .zip(cb.iter())
                     .for_each(|(v, &c)| *v = O::from_f64(self.e2m1_vals[(c & 15) as usize] * sc));
+                // a zero scale (TE) makes every value 0, whatever the code
                 st.flushed += cb
                     .iter()
                     .zip(blk)
-                    .filter(|(&c, e)| c & 7 == 0 && e.to_f64() != 0.0)
+                    .filter(|(&c, e)| (c & 7 == 0 || sc == 0.0) && e.to_f64() != 0.0)
                     .count() as u64;
                 at += blk.len();
                 k += 1;
@@ -785,11 +834,14 @@ mod tests {
     /// division) against the general path, whole and block by block.
     fn same<I: Float>(conv: Convention, x: &[I], lookup: bool) {
         let amax = super::super::max_abs(x);
+        let s_enc = 2688.0f32 / amax as f32;
         let g: f32 = match conv {
             Convention::Seed => (amax / 2688.0) as f32,
             Convention::Torchao => (amax as f32) / 2688.0f32,
+            Convention::Te => 1.0 / s_enc,
         };
         let mut ctx = Ctx::new(conv, g as f64);
+        ctx.s_enc = s_enc;
         if lookup {
             let x32 = I::as_f32_slice(x).unwrap();
             let (bm, _) = super::super::block_maxima_and_max(x32, BLOCK);
@@ -849,7 +901,7 @@ mod tests {
         for seed in 1..4 {
             let x = data(4096, seed);
             let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-            for conv in [Convention::Seed, Convention::Torchao] {
+            for conv in [Convention::Seed, Convention::Torchao, Convention::Te] {
                 same::<f64>(conv, &x, false);
                 same::<f32>(conv, &x32, false);
             }

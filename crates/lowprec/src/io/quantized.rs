@@ -298,6 +298,11 @@ pub fn read(file: &SafeTensors) -> Result<(Scheme, Vec<Stored>)> {
             .ok_or_else(|| at("the packed codes are missing"))?;
         let row_len = shape.last().copied().unwrap_or(1).max(1);
         let bits = bits as u32;
+        // every code takes at least one bit of the stored bytes: this bounds every size
+        // below (and the scales' allocation) by the file's own size
+        if bits > 16 || n / 8 > t.bytes.len() {
+            return Err(at("the packed size does not match the shape"));
+        }
         let codes: Vec<u16> = match bits {
             1..=8 => {
                 let per = crate::block::pack::packed_len(row_len, bits);

@@ -5,7 +5,7 @@
 //! | axes | kernel |
 //! |---|---|
 //! | float element of at most 8 bits or MXINT8, groups along the last axis, E8M0, an MX rule | [`crate::block::mx`] |
-//! | E2M1, groups of 16, E4M3 block scales, the seed or torchao second level | [`crate::block::nvfp4`] |
+//! | E2M1, groups of 16, E4M3 block scales, the amax rule with any second level (seed, torchao, TransformerEngine) | [`crate::block::nvfp4`] |
 //! | integer element, whole tensor / channel / groups dividing the last axis, binary64 scales | [`crate::quant`] |
 //! | float element, whole tensor, binary64 amax scale | [`crate::block::tensor`] |
 //! | a cast | the slice API of [`crate::round`] |
@@ -92,6 +92,9 @@ pub(crate) fn run<I: Float, C: Code>(
         let Scales::Codes(sc) = &mut enc.scales else {
             return Ok(None);
         };
+        if n == 0 {
+            return Ok(None); // the general engine: no element, no block
+        }
         let st = with_bytes(codes, n, |c| -> Result<BlockStatus> {
             let mut scratch = Vec::new();
             let c = if c.is_empty() {
@@ -106,16 +109,26 @@ pub(crate) fn run<I: Float, C: Code>(
                 mx::mx_quantize_into(x, row_len, &o, values, c, sc)
             }
         })?;
-        return Ok(Some(counts(st, o.block as u64)));
+        let mut k = counts(st, o.block as u64);
+        if st.nan_blocks > 0 && !row_len.is_multiple_of(o.block) {
+            // NaN blocks (scale 0xFF) at a padded row end hold fewer elements
+            let g = s.grid(shape)?;
+            k.nan = (sc.iter().enumerate())
+                .filter(|&(_, &c)| c == 0xff)
+                .map(|(b, _)| g.block_len(b) as u64)
+                .sum();
+        }
+        return Ok(Some(k));
     }
     if s.element == Element::Float(FloatFormat::FP4_E2M1)
         && s.blocks == Blocks::Group(nvfp4::BLOCK)
         && s.scale == FloatFormat::FP8_E4M3
         && matches!(s.rule, Rule::Amax { .. })
-        && matches!(s.second, Some(Convention::Seed | Convention::Torchao))
+        && s.second.is_some()
     {
         let convention = match s.second {
             Some(Convention::Torchao) => nvfp4::Convention::Torchao,
+            Some(Convention::Te) => nvfp4::Convention::Te,
             _ => nvfp4::Convention::Seed,
         };
         let o = Nvfp4Options {
@@ -125,6 +138,9 @@ pub(crate) fn run<I: Float, C: Code>(
         let Scales::Codes(sc) = &mut enc.scales else {
             return Ok(None);
         };
+        if n == 0 {
+            return Ok(None); // the general engine: no element, no block
+        }
         let (g, st) = with_bytes(codes, n, |c| -> Result<(f32, BlockStatus)> {
             let mut scratch = Vec::new();
             let c = if c.is_empty() {

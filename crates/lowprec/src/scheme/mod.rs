@@ -170,6 +170,9 @@ pub struct Quantized<O> {
     pub counts: Counts,
 }
 
+/// The largest rotation size.
+pub const MAX_ROTATION: usize = 1 << 16;
+
 /// Nearest even with saturation: the element rounding of every preset.
 pub const SATURATE: RoundOptions = RoundOptions {
     overflow: Overflow::Saturate,
@@ -222,6 +225,14 @@ impl Scheme {
     /// [`Error::InvalidArgument`] naming the option and what would work.
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
+        if let Some(r) = self.rotation {
+            if r.size < 2 || !r.size.is_power_of_two() || r.size > MAX_ROTATION {
+                return bad(format!(
+                    "the rotation size {} is not a power of two from 2 to {MAX_ROTATION} (use 16, 32, 64, …)",
+                    r.size
+                ));
+            }
+        }
         match (self.rule, &self.element) {
             (Rule::None, Element::Int(_)) => {
                 return bad("an integer element needs a scale rule (affine)".into())
@@ -247,10 +258,27 @@ impl Scheme {
             _ => {}
         }
         self.element.check()?;
+        if let Element::Int(g) = self.element {
+            let mx = matches!(self.rule, Rule::Pow2(_));
+            if (g.frac != 0 || mx)
+                && !(mx && g.bits == 8 && g.frac == 6 && g.range == IntRange::Full)
+            {
+                return bad(format!(
+                    "MX integer elements are MXINT8 (mx:int8 or mxint8), and k/2^frac grids are MX only; int{} needs the affine or amax rule",
+                    g.bits
+                ));
+            }
+        }
         if let (Element::Int(g), Rule::Affine(_)) = (&self.element, self.rule) {
             if g.frac != 0 {
                 return bad("affine integers have no fraction bits".into());
             }
+        }
+        if matches!(self.rule, Rule::Affine(_)) && self.scale != FloatFormat::FP64 {
+            return bad(format!(
+                "integer (affine) scales are binary64 values, not {}; drop the scale= option",
+                self.scale
+            ));
         }
         if matches!(self.rule, Rule::Pow2(_)) && self.scale != FloatFormat::E8M0 {
             return bad(format!(
@@ -278,6 +306,13 @@ impl Scheme {
                 "a tensor scale (second level) goes with the amax rule (NVFP4-style)".into(),
             );
         }
+        if let (Some(_), Rule::Amax { arith, pow2 }) = (self.second, self.rule) {
+            if pow2 || arith != Arith::F64 {
+                return bad(
+                    "a two-level scheme's arithmetic is its convention's (convention=seed|torchao|te), and its block scales round to nearest: drop arith= and scale=ue8m0".into(),
+                );
+            }
+        }
         if self.second.is_some() && self.scale.bits() > 8 {
             return bad(format!(
                 "a two-level scheme's block scales are a small float format (E4M3), not {}",
@@ -289,14 +324,6 @@ impl Scheme {
                 return bad(
                     "4over6 and IF4 are NVFP4 variants: E2M1 elements with a tensor scale".into(),
                 );
-            }
-        }
-        if let Some(r) = self.rotation {
-            if r.size < 2 || !r.size.is_power_of_two() {
-                return bad(format!(
-                    "the rotation size {} is not a power of two (use 16, 32, 64, …)",
-                    r.size
-                ));
             }
         }
         Ok(())
@@ -412,10 +439,23 @@ impl Scheme {
             return self.rotated(&r, x, shape, values, codes, enc);
         }
         generic::check_finite(self, x)?;
+        self.check_nan_cast(x)?;
         if let Some(c) = fast::run(self, x, shape, values, codes, enc)? {
             return Ok(c);
         }
         self.general_into(x, shape, values, codes, enc)
+    }
+
+    /// A cast into a format without NaN refuses NaN inputs.
+    fn check_nan_cast<I: Float>(&self, x: &[I]) -> Result<()> {
+        if let (Rule::None, Element::Float(f)) = (self.rule, self.element) {
+            if !f.has_nan() && x.iter().any(|v| v.to_f64().is_nan()) {
+                return Err(Error::InvalidArgument(format!(
+                    "{f} has no NaN: remove the NaN inputs before casting into it"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The general engine, whatever the axes (no specialised kernel): what the fast paths
@@ -435,15 +475,7 @@ impl Scheme {
     ) -> Result<Counts> {
         self.check_outputs(x, shape, values.len(), codes.len(), enc)?;
         generic::check_finite(self, x)?;
-        if self.rule == Rule::None {
-            if let Element::Float(f) = self.element {
-                if !f.has_nan() && x.iter().any(|v| v.to_f64().is_nan()) {
-                    return Err(Error::InvalidArgument(format!(
-                        "{f} has no NaN: remove the NaN inputs before casting into it"
-                    )));
-                }
-            }
-        }
+        self.check_nan_cast(x)?;
         let grid = self.grid(shape)?;
         let ctx = generic::Ctx::new(self, x, grid)?;
         let (sc, sv): (&mut [u8], &mut [f64]) = match &mut enc.scales {
@@ -610,7 +642,9 @@ impl Scheme {
             *v = match e {
                 Element::Float(_) => {
                     let q = e.decode(code);
-                    if q == 0.0 {
+                    // a zero keeps its sign under a finite scale; a NaN scale (an MX NaN
+                    // block) makes every element NaN, whether or not its format has a NaN
+                    if q == 0.0 && !d.is_nan() {
                         q
                     } else {
                         q * d

@@ -478,6 +478,18 @@ impl Scheme {
                 i = j;
                 continue;
             }
+            if value(toks[i], "scale").is_some() {
+                // a custom scale format's spec tokens follow it (scale=e3m4b3:ieee)
+                let j = i
+                    + 1
+                    + toks[i + 1..]
+                        .iter()
+                        .take_while(|t| is_spec_token(t))
+                        .count();
+                option(s, &mut q, &toks[i..j].join(":"))?;
+                i = j;
+                continue;
+            }
             option(s, &mut q, toks[i])?;
             i += 1;
         }
@@ -565,15 +577,27 @@ impl fmt::Display for Scheme {
         }
         let (name, base) = head_of(self);
         f.write_str(&name)?;
+        // what the parser makes of the head alone: the options below are the differences
+        let toks: Vec<&str> = name.split(':').collect();
+        let base = head(&name, &toks).map_or(base, |(b, _)| b);
         let mx_head = matches!(self.rule, Rule::Pow2(_));
+        let mut elem_written = false;
         if self.element != base.element {
             match (self.element, base.element) {
                 (Element::Int(a), Element::Int(b)) if a.bits == b.bits && a.frac == b.frac => {}
-                (e, _) => write!(f, ":elem={e}")?,
+                (e, _) => {
+                    write!(f, ":elem={e}")?;
+                    elem_written = true;
+                }
             }
         }
-        if let (Element::Int(a), Element::Int(b)) = (self.element, base.element) {
-            if a.range != b.range {
+        if let Element::Int(a) = self.element {
+            // `elem=intB` parses as the symmetric range
+            let parsed = match base.element {
+                Element::Int(b) if !elem_written => b.range,
+                _ => IntRange::Restricted,
+            };
+            if a.range != parsed {
                 f.write_str(match a.range {
                     IntRange::Restricted => ":sym",
                     IntRange::Full => ":full",
@@ -597,9 +621,12 @@ impl fmt::Display for Scheme {
                 },
             ) if self.second.is_none() => {
                 if pow2 && !bp {
+                    // ue8m0 sets the E8M0 format too: another format follows it
                     f.write_str(":scale=ue8m0")?;
-                }
-                if self.scale != base.scale && !(pow2 && self.scale == FloatFormat::E8M0) {
+                    if self.scale != FloatFormat::E8M0 {
+                        write!(f, ":scale={}", self.scale)?;
+                    }
+                } else if self.scale != base.scale {
                     write!(f, ":scale={}", self.scale)?;
                 }
                 if arith != ba {

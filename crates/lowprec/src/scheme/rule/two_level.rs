@@ -78,7 +78,11 @@ fn zero_block() -> BlockScale {
 /// in the block-scale format of `sr` (which rounds into it).
 pub(crate) fn block_scale(gl: &Global, max_e: f64, sr: &ScaleRounder, bmax: f64) -> BlockScale {
     if gl.zero {
-        return zero_block();
+        let mut z = zero_block();
+        if gl.conv == Convention::Torchao {
+            z.y = Scaling::Mul32(0.0); // torchao keeps the sign of a zero element
+        }
+        return z;
     }
     let g = gl.g as f64;
     let (code, s, y) = match gl.conv {
