@@ -722,6 +722,74 @@ fn quantize<'py>(
     }
 }
 
+/// [`lowprec::io::quantized::quantize_file`]: quantize every floating tensor of at least two
+/// dimensions of a `.safetensors` file into the quantized checkpoint layout (atomically);
+/// one dict per quantized tensor (`tensor`, `bits_per_element`, `sqnr_db`, `rel_error`,
+/// `cosine`, `max_abs_error`, `saturated`, `flushed`, `nan`, `tensor_scale`) and the number of
+/// tensors copied.
+#[pyfunction]
+fn quantize_file<'py>(
+    py: Python<'py>,
+    input: std::path::PathBuf,
+    scheme: &str,
+    output: std::path::PathBuf,
+) -> PyResult<(Vec<Bound<'py, PyDict>>, usize)> {
+    let s = Scheme::parse(scheme).map_err(err)?;
+    let (reports, copied) = py
+        .allow_threads(|| lowprec::io::quantized::quantize_file(&input, &s, &output))
+        .map_err(err)?;
+    let rows = reports
+        .iter()
+        .map(|r| {
+            let d = PyDict::new(py);
+            d.set_item("tensor", &r.name)?;
+            d.set_item("bits_per_element", r.bits_per_element)?;
+            d.set_item("sqnr_db", r.stats.sqnr_db())?;
+            d.set_item("rel_error", r.stats.rel_error())?;
+            d.set_item("cosine", r.stats.cosine())?;
+            d.set_item("max_abs_error", r.stats.max_abs())?;
+            d.set_item("saturated", r.counts.saturated)?;
+            d.set_item("flushed", r.counts.flushed)?;
+            d.set_item("nan", r.counts.nan)?;
+            d.set_item("tensor_scale", r.tensor_scale)?;
+            Ok(d)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((rows, copied))
+}
+
+/// [`lowprec::io::quantized::dequantize_file`]: a checkpoint written by `quantize_file` (or
+/// `lowprec quantize`) back to floats in the original dtypes and shapes (atomically); the
+/// canonical scheme name and the number of tensors dequantized.
+#[pyfunction]
+fn dequantize_file(
+    py: Python<'_>,
+    input: std::path::PathBuf,
+    output: std::path::PathBuf,
+) -> PyResult<(String, usize)> {
+    let (s, n) = py
+        .allow_threads(|| lowprec::io::quantized::dequantize_file(&input, &output))
+        .map_err(err)?;
+    Ok((s.to_string(), n))
+}
+
+/// The named schemes: `(name, canonical name, meaning, source)` per preset.
+#[pyfunction]
+fn scheme_presets() -> PyResult<Vec<(String, String, String, String)>> {
+    lowprec::scheme::PRESETS
+        .iter()
+        .map(|p| {
+            let s = Scheme::parse(p.name).map_err(err)?;
+            Ok((
+                p.name.to_string(),
+                s.to_string(),
+                p.meaning.to_string(),
+                p.source.to_string(),
+            ))
+        })
+        .collect()
+}
+
 /// Pack codes (each below `2**bits`, `bits` 1..=8) into bytes: the layouts of
 /// `lowprec::block::pack` (4-bit: two per byte, element 2i low; 6-bit: four per three bytes;
 /// 2-bit: four per byte), the last byte or group zero-padded.
@@ -1325,6 +1393,9 @@ fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
         tensor_scaled,
         quantize_int,
         quantize,
+        quantize_file,
+        dequantize_file,
+        scheme_presets,
         pack,
         unpack,
         report,

@@ -65,7 +65,8 @@ __all__ = [
     "block_exponent", "Narrowed", "narrow", "state_scale", "launch_peak", "Coefficient",
     "combine", "pairwise_sum", "prefix_sum", "scaled_square_sum",
     # native API
-    "round", "encode", "decode", "quantize", "pack", "unpack", "report", "report_frame",
+    "round", "encode", "decode", "quantize", "quantize_file", "dequantize_file", "schemes",
+    "pack", "unpack", "report", "report_frame",
     "ml_dtype", "accumulate_native", "gemm", "format_info", "preset_names", "max_abs_error",
 ]
 
@@ -268,6 +269,29 @@ def quantize(x, scheme, packed=False, as_ml_dtypes=False):
         if q["scale_codes"] is not None:
             q["scale_codes"] = _view(q["scale_codes"], q["scale_format"])
     return q
+
+
+def quantize_file(path, scheme, output):
+    """Quantize every floating tensor (of at least two dimensions) of a ``.safetensors`` file
+    with ``scheme`` into lowprec's quantized checkpoint layout at ``output`` (written
+    atomically; the rest copied): a list of one dict per quantized tensor (``tensor``,
+    ``bits_per_element``, ``sqnr_db``, ``rel_error``, ``cosine``, ``max_abs_error``,
+    ``saturated``, ``flushed``, ``nan``, ``tensor_scale``) and the number of tensors copied.
+    The layout (packed codes, scales in the block grid, the scheme in the metadata) is in
+    docs/schemes.md."""
+    return _lowprec.quantize_file(os.fspath(path), scheme, os.fspath(output))
+
+
+def dequantize_file(path, output):
+    """Read a checkpoint written by :func:`quantize_file` (or ``lowprec quantize``) and write
+    its tensors back as floats in their original dtypes and shapes: the canonical scheme
+    name and the number of tensors dequantized."""
+    return _lowprec.dequantize_file(os.fspath(path), os.fspath(output))
+
+
+def schemes():
+    """The named schemes: a list of ``(name, canonical_name, meaning, source)``."""
+    return _lowprec.scheme_presets()
 
 
 def _codes_u8(codes, what):

@@ -438,7 +438,8 @@ impl Scheme {
         if let Some(r) = self.rotation {
             return self.rotated(&r, x, shape, values, codes, enc);
         }
-        generic::check_finite(self, x)?;
+        // the specialised kernels refuse NaN and ±Inf themselves where their rule needs
+        // finite inputs (no extra pass); the general engine checks first
         self.check_nan_cast(x)?;
         if let Some(c) = fast::run(self, x, shape, values, codes, enc)? {
             return Ok(c);
