@@ -154,6 +154,14 @@ fn check_general<I: lowprec::round::Float + Into<f64>>(
             gv[i].into()
         );
     }
+    // values only: the same values and scales
+    let mut enc = s.encoded(shape).unwrap();
+    let mut v = vec![I::default(); x.len()];
+    let k = s
+        .quantize_into(x, shape, &mut v, &mut [0u16; 0], &mut enc)
+        .unwrap();
+    assert_eq!((&enc, k), (&fe, fk), "{what}: values only");
+    assert!(same_values(&v, &fv).is_none(), "{what}: values only");
     // codes only: the same codes and scales
     let mut enc = s.encoded(shape).unwrap();
     let mut c = vec![0u16; x.len()];

@@ -34,10 +34,10 @@ fn counts(st: BlockStatus, per_nan_block: u64) -> Counts {
     }
 }
 
-/// Byte codes for a byte kernel: the caller's buffer when it holds bytes, else a scratch
-/// whose codes are widened afterwards.
+/// Byte codes for a byte kernel (which always writes `n` codes): the caller's buffer when it
+/// holds bytes, else a scratch whose codes are widened afterwards (if wanted).
 fn with_bytes<C: Code, T>(codes: &mut [C], n: usize, f: impl FnOnce(&mut [u8]) -> T) -> T {
-    if let Some(b) = C::as_u8s(codes) {
+    if let Some(b) = C::as_u8s(codes).filter(|b| !b.is_empty()) {
         return f(b);
     }
     let mut tmp = vec![0u8; n];
@@ -96,13 +96,6 @@ pub(crate) fn run<I: Float, C: Code>(
             return Ok(None); // the general engine: no element, no block
         }
         let st = with_bytes(codes, n, |c| -> Result<BlockStatus> {
-            let mut scratch = Vec::new();
-            let c = if c.is_empty() {
-                scratch.resize(n, 0u8);
-                &mut scratch[..]
-            } else {
-                c
-            };
             if values.is_empty() {
                 mx::mx_encode_into(x, row_len, &o, c, sc)
             } else {
@@ -142,13 +135,6 @@ pub(crate) fn run<I: Float, C: Code>(
             return Ok(None); // the general engine: no element, no block
         }
         let (g, st) = with_bytes(codes, n, |c| -> Result<(f32, BlockStatus)> {
-            let mut scratch = Vec::new();
-            let c = if c.is_empty() {
-                scratch.resize(n, 0u8);
-                &mut scratch[..]
-            } else {
-                c
-            };
             if values.is_empty() {
                 nvfp4::nvfp4_encode_into(x, row_len, &o, c, sc)
             } else {
