@@ -47,9 +47,9 @@ impl Convention {
         match s.trim().to_ascii_lowercase().as_str() {
             "seed" => Ok(Convention::Seed),
             "torchao" => Ok(Convention::Torchao),
-            "te" => Ok(Convention::Te),
+            "te" | "transformerengine" => Ok(Convention::Te),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown NVFP4 convention `{s}`; use seed, torchao or te"
+                "unknown NVFP4 convention `{s}`; use seed (binary64), torchao (binary32) or te (TransformerEngine)"
             ))),
         }
     }

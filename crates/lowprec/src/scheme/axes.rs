@@ -228,47 +228,9 @@ pub enum Best {
     If4,
 }
 
-/// The arithmetic of a two-level scale (a per-tensor scale over the block scales, NVFP4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Convention {
-    /// The seed's binary64 definition (nvfp4.csv).
-    #[default]
-    Seed,
-    /// torchao's `nvfp4_quantize` with a per-tensor scale: binary32, clamped block scales,
-    /// a reciprocal.
-    Torchao,
-    /// NVIDIA TransformerEngine's recipe (`core_nvfp4.cuh`, as transcribed in torchao's
-    /// `nvfp4_reference.py`): an encode-side tensor scale, one rounding per block scale, no
-    /// lower clamp.
-    Te,
-}
-
-impl Convention {
-    /// `seed`, `torchao` or `te`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Convention::Seed => "seed",
-            Convention::Torchao => "torchao",
-            Convention::Te => "te",
-        }
-    }
-
-    /// Parse a convention name.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidArgument`] naming the three.
-    pub fn parse(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "seed" => Ok(Convention::Seed),
-            "torchao" => Ok(Convention::Torchao),
-            "te" | "transformerengine" => Ok(Convention::Te),
-            _ => Err(Error::InvalidArgument(format!(
-                "unknown convention `{s}`; use seed (binary64), torchao (binary32) or te (TransformerEngine)"
-            ))),
-        }
-    }
-}
+/// The arithmetic of a two-level scale (a per-tensor scale over the block scales, NVFP4):
+/// the NVFP4 kernel's own convention type, one definition for both.
+pub use crate::block::nvfp4::Convention;
 
 /// The signs of a randomized Hadamard rotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -12,7 +12,7 @@
 //!
 //! All of them round to nearest even with saturation and take no rotation.
 
-use super::axes::{Arith, Blocks, Convention, Element, IntRange, Rule};
+use super::axes::{Arith, Blocks, Element, IntRange, Rule};
 use super::{Counts, Encoded, Scales, Scheme, SATURATE};
 use crate::block::mx::{self, MxElement, MxOptions};
 use crate::block::nvfp4::{self, Nvfp4Options};
@@ -119,11 +119,7 @@ pub(crate) fn run<I: Float, C: Code>(
         && matches!(s.rule, Rule::Amax { .. })
         && s.second.is_some()
     {
-        let convention = match s.second {
-            Some(Convention::Torchao) => nvfp4::Convention::Torchao,
-            Some(Convention::Te) => nvfp4::Convention::Te,
-            _ => nvfp4::Convention::Seed,
-        };
+        let convention = s.second.unwrap_or_default();
         let o = Nvfp4Options {
             convention,
             pad: s.pad,
