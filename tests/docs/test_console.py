@@ -241,3 +241,20 @@ def test_help_examples_run_as_written(tmp_path: pathlib.Path):
         if code != 0:
             failures.append(f"$ {ex}\n  exit {code}\n" + "\n".join("  " + l for l in out[-5:]))
     assert not failures, "\n\n".join(failures)
+
+
+def test_readme_lists_every_preset_with_its_source():
+    """The README's table of named schemes holds exactly the presets ``lowprec schemes``
+    prints, in the same order, each with a formula and the preset's own source."""
+    out = subprocess.run([str(lowprec_bin()), "schemes"], capture_output=True, text=True, check=True).stdout
+    rows = [l for l in out.splitlines()[1:] if l and not l.startswith("bits/el")]
+    names = [l.split()[0] for l in rows]
+    text = (ROOT / "README.md").read_text()
+    table = re.findall(r"^\| `([^`]+)` \| (.+?) \| (.+?) \|$", text, re.M)
+    assert [t[0] for t in table] == names
+    for (name, formula, source), line in zip(table, rows):
+        assert formula.strip(), name
+        # the source printed by `lowprec schemes` (its last column) names the same document
+        printed = line.rstrip()
+        first_word = re.sub(r"[`]", "", source).split(";")[0].split()[0]
+        assert first_word in printed or source.startswith("as above"), (name, source)

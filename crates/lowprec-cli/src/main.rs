@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+#[macro_use]
 mod cmd;
 mod table;
 
@@ -90,9 +91,16 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(&a),
         Command::Soliton(a) => cmd::soliton::run(&a),
     };
+    // what is still buffered goes out now, so that its error is handled like the others
+    let result = result.and_then(|code| cmd::flush_stdout().map(|()| code));
     match result {
         Ok(code) => code,
         Err(e) => {
+            let stdout = e.chain().find_map(|c| c.downcast_ref::<cmd::StdoutError>());
+            if stdout.is_some_and(|s| s.0.kind() == std::io::ErrorKind::BrokenPipe) {
+                // the reader closed the pipe (`lowprec … | head`): it has what it wanted
+                return ExitCode::SUCCESS;
+            }
             eprintln!("lowprec: error: {e:#}");
             ExitCode::from(2)
         }

@@ -370,3 +370,49 @@ fn bad_input_is_one_clear_line_and_exit_2() {
     let r = run(&["round"]);
     assert_eq!(r.status.code(), Some(2));
 }
+
+/// Standard output that goes away: a reader that closes the pipe after one line gets that
+/// line and `lowprec` exits 0 quietly (as `head` expects); a full disk gives one line on
+/// stderr and exit 2; never a panic.
+#[test]
+fn closed_pipes_and_full_disks_are_not_panics() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_lowprec");
+    for args in [
+        &["tour"][..],
+        &["formats"],
+        &["info", "fp8-e4m3"],
+        &["report"],
+    ] {
+        let mut child = Command::new(bin)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        // (the reading end is dropped here: the pipe is closed)
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!first.is_empty(), "{args:?}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let out = Command::new(bin)
+            .args(["formats"])
+            .stdout(full)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(
+            err.trim(),
+            "lowprec: error: writing to standard output: No space left on device (os error 28)"
+        );
+    }
+}

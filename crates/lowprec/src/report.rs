@@ -27,7 +27,7 @@
 use crate::error::{Error, Result};
 use crate::io::npy::{self, Data};
 use crate::io::safetensors as st;
-use crate::scheme::Scheme;
+use crate::scheme::{Rotation, Scheme};
 use crate::stats::ErrorStats;
 use crate::{Float, FloatFormat};
 use rayon::prelude::*;
@@ -365,20 +365,77 @@ pub fn schemes<S: AsRef<str>>(names: &[S]) -> Result<Vec<(String, Scheme)>> {
         .collect()
 }
 
+/// Where the errors of a rotated scheme (`rht16+…`) are measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Basis {
+    /// After rotating back: `q` against the input `x` (the error the model sees).
+    #[default]
+    Model,
+    /// In the rotated basis: the quantized rotated values against the rotated input
+    /// `x · diag(s) · H_b / √b` computed in binary64 (for `:bf16` rotations the BF16
+    /// rounding of the rotation counts as error). The rotation is orthogonal, so the sums
+    /// of squares agree with the model basis up to rounding; the largest error and the
+    /// percentiles are those of the quantizer's own domain. Schemes without a rotation are
+    /// the same in both.
+    Rotated,
+}
+
 /// One tensor through one scheme, labelled `label`: a scheme that cannot quantize it gives
 /// a row with [`Row::error`] set.
 pub fn row(t: &Tensor, scheme: &Scheme, label: &str) -> Row {
+    row_in(t, scheme, label, Basis::Model)
+}
+
+/// [`row`] with the errors measured in `basis`.
+pub fn row_in(t: &Tensor, scheme: &Scheme, label: &str, basis: Basis) -> Row {
     match &t.values {
-        Values::F32(x) => row_of(t, x, scheme, label),
-        Values::F64(x) => row_of(t, x, scheme, label),
+        Values::F32(x) => row_of(t, x, scheme, label, basis),
+        Values::F64(x) => row_of(t, x, scheme, label, basis),
     }
 }
 
-fn row_of<I: Float>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str) -> Row {
+fn row_of<I: Float>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str, basis: Basis) -> Row {
     let n = x.len() as u64;
     let mut row = Row::empty(&t.name, t.shape.clone(), label, n);
     row.bits_per_element = scheme.bits_per_element(&t.shape);
     row.bits_total = row.bits_per_element * n as f64;
+    let rotated = match (basis, scheme.rotation) {
+        (Basis::Rotated, Some(r)) => Some(r),
+        (Basis::Rotated | Basis::Model, _) => None,
+    };
+    if let Some(r) = rotated {
+        // the inner scheme on the rotated input, against the exact rotation
+        let cols = t.row_len();
+        let inner = Scheme {
+            rotation: None,
+            ..*scheme
+        };
+        let res = scheme.grid(&t.shape).and_then(|_| {
+            let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+            let exact = crate::scheme::rotate::forward(&Rotation { bf16: false, ..r }, &xf, cols);
+            let xr: Vec<f64> = if r.bf16 {
+                crate::scheme::rotate::forward_bf16(&r, x)
+                    .into_iter()
+                    .map(f64::from)
+                    .collect()
+            } else {
+                exact.clone()
+            };
+            Ok((inner.apply(&xr, &t.shape)?, exact))
+        });
+        match res {
+            Ok((q, exact)) => {
+                row.fill(ErrorStats::of(&q.values, &exact));
+                row.saturated = q.counts.saturated;
+                row.flushed = q.counts.flushed;
+                row.saturated_share = q.counts.saturated as f64 / n.max(1) as f64;
+                row.flushed_share = q.counts.flushed as f64 / n.max(1) as f64;
+                row.nan = q.counts.nan;
+            }
+            Err(e) => row.error = Some(e.to_string()),
+        }
+        return row;
+    }
     match scheme.apply(x, &t.shape) {
         Ok(q) => {
             row.fill(ErrorStats::of(&q.values, x));
@@ -401,6 +458,16 @@ pub fn rows(
     schemes: &[(String, Scheme)],
     done: impl Fn(&Tensor, &str) + Sync,
 ) -> Vec<Row> {
+    rows_in(tensors, schemes, Basis::Model, done)
+}
+
+/// [`rows`] with the errors measured in `basis`.
+pub fn rows_in(
+    tensors: &[Tensor],
+    schemes: &[(String, Scheme)],
+    basis: Basis,
+    done: impl Fn(&Tensor, &str) + Sync,
+) -> Vec<Row> {
     let jobs: Vec<(usize, usize)> = (0..tensors.len())
         .flat_map(|t| (0..schemes.len()).map(move |s| (t, s)))
         .collect();
@@ -408,7 +475,7 @@ pub fn rows(
         .map(|&(ti, si)| {
             let t = &tensors[ti];
             let (label, s) = &schemes[si];
-            let r = row(t, s, label);
+            let r = row_in(t, s, label, basis);
             done(t, label);
             r
         })

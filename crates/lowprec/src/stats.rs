@@ -318,22 +318,67 @@ pub struct ErrorStats {
     pub hist: Histogram,
 }
 
+/// The histogram bin of a positive finite `d`: `(e + BIN_BIAS) · 8 + t` for
+/// `d ∈ [2^e (1 + t/8), 2^e (1 + (t+1)/8))`.
+fn bin_of(d: f64) -> u32 {
+    let e = crate::block::floor_log2(d);
+    // d / 2^e ∈ [1, 2), exact (in two steps: 2^−e may exceed binary64)
+    let f = d
+        * crate::format::pow2((-e).clamp(-1000, 1000))
+        * crate::format::pow2(-e - (-e).clamp(-1000, 1000));
+    ((e + BIN_BIAS).max(0) as u32) * 8 + ((f.to_bits() >> 49) & 7) as u32
+}
+
+/// Histogram keys of the scaled `|d| < 4`: the top 14 bits of its binary64 pattern (11
+/// exponent bits, 3 fraction bits), so key `f·8 + t` is the bin `[2^(f−1023)(1 + t/8), …)`
+/// of a normal `|d|`; keys below 8 are zero or subnormal.
+const KEYS: usize = 1025 * 8;
+
+/// Lanes of the chunk loops (independent partial sums, reduced pairwise).
+const L: usize = 8;
+
 /// The sums of one chunk: `(n, nonfinite_ref, nonfinite_out, sse, energy, qq, qx, max|d|)`,
 /// scaled by `2^k`, with the histogram.
+///
+/// Two branch-free passes: the counts and the largest magnitude, then the sums (a pair
+/// that is not compared enters as `0, 0`, which adds nothing) and one histogram key per
+/// element. Zero and subnormal `|d|` (keys below 8) are sorted out after the pass. Run
+/// compiled for the widest vector unit of the CPU ([`crate::simd::dispatch`]).
 fn chunk<I: Float>(q: &[I], x: &[I]) -> ErrorStats {
-    let mut st = ErrorStats::default();
-    // the largest magnitude among the compared pairs, and the counts of the others
-    let mut m = 0f64;
-    for (a, b) in q.iter().zip(x) {
-        let (a, b) = (a.to_f64(), b.to_f64());
-        if !b.is_finite() {
-            st.nonfinite_ref += 1;
-        } else if !a.is_finite() {
-            st.nonfinite_out += 1;
-        } else {
-            m = m.max(a.abs()).max(b.abs());
-        }
+    crate::simd::dispatch(Chunk { q, x })
+}
+
+/// [`chunk`] as a [`crate::simd::Kernel`].
+struct Chunk<'a, I> {
+    q: &'a [I],
+    x: &'a [I],
+}
+
+impl<I: Float> crate::simd::Kernel for Chunk<'_, I> {
+    type Output = ErrorStats;
+    #[inline(always)]
+    fn run(self) -> ErrorStats {
+        chunk_body(self.q, self.x)
     }
+}
+
+#[inline(always)]
+fn chunk_body<I: Float>(q: &[I], x: &[I]) -> ErrorStats {
+    let mut st = ErrorStats::default();
+    // magnitudes as bits: integer compares order them, and vectorise
+    const ABS: u64 = !(1u64 << 63);
+    const INF: u64 = 0x7ff0_0000_0000_0000;
+    let (mut mb, mut bad_ref, mut bad_out) = (0u64, 0u64, 0u64);
+    for (a, b) in q.iter().zip(x) {
+        let (a, b) = (a.to_f64().to_bits() & ABS, b.to_f64().to_bits() & ABS);
+        let (fa, fb) = ((a < INF) as u64, (b < INF) as u64);
+        bad_ref += 1 - fb;
+        bad_out += fb & (1 - fa);
+        mb = mb.max(a.max(b) & 0u64.wrapping_sub(fa & fb));
+    }
+    st.nonfinite_ref = bad_ref;
+    st.nonfinite_out = bad_out;
+    let m = f64::from_bits(mb);
     st.n = q.len() as u64 - st.nonfinite_ref - st.nonfinite_out;
     if st.n == 0 {
         return st;
@@ -343,86 +388,90 @@ fn chunk<I: Float>(q: &[I], x: &[I]) -> ErrorStats {
         return st;
     }
     let k = -crate::block::floor_log2(m);
-    let (s, s_inv) = (crate::format::pow2(k.clamp(-1022, 1023)), k);
+    let s = crate::format::pow2(k.clamp(-1022, 1023));
     // (k beyond ±1022 happens only for subnormal maxima, whose squares the scaling keeps)
     let s2 = crate::format::pow2((k - k.clamp(-1022, 1023)).clamp(-1022, 1023));
-    const L: usize = 8;
-    let (mut sse, mut en, mut qq, mut qx, mut mx) =
-        ([0f64; L], [0f64; L], [0f64; L], [0f64; L], 0f64);
-    let mut bins = vec![0u32; (1100 + 4) * 8];
-    let full = q.len() / L * L;
-    let one = |i: usize,
-               lane: usize,
-               sse: &mut [f64; L],
-               en: &mut [f64; L],
-               qq: &mut [f64; L],
-               qx: &mut [f64; L],
-               mx: &mut f64,
-               bins: &mut [u32]| {
-        let (a, b) = (q[i].to_f64(), x[i].to_f64());
-        if !(a.is_finite() && b.is_finite()) {
-            return;
-        }
-        let (a, b) = (a * s * s2, b * s * s2);
-        let d = a - b;
-        sse[lane] += d * d;
-        en[lane] += b * b;
-        qq[lane] += a * a;
-        qx[lane] += a * b;
-        let ad = d.abs();
-        *mx = mx.max(ad);
-        let bits = ad.to_bits();
-        if bits == 0 {
-            bins[0] += 1;
+    let (mut sse, mut en, mut qq, mut qx) = ([0f64; L], [0f64; L], [0f64; L], [0f64; L]);
+    let mut mx = [0u64; L];
+    let mut zeros = [0u32; L];
+    // two tables, even and odd lanes, so that runs of one key do not wait on each other
+    let mut bins = vec![0u32; 2 * KEYS];
+    let (b0, b1) = bins.split_at_mut(KEYS);
+    let mut keys = [0usize; L];
+    let mut pass2 = |a: I, b: I, l: usize, keys: &mut [usize; L]| {
+        let (a, b) = (a.to_f64(), b.to_f64());
+        let ok = a.is_finite() & b.is_finite();
+        zeros[l] += (ok & (a == b)) as u32;
+        let (a, b) = if ok {
+            (a * s * s2, b * s * s2)
         } else {
-            let field = (bits >> 52) as i32;
-            let (e, t) = if field == 0 {
-                (crate::block::floor_log2(ad), 0)
-            } else {
-                (field - 1023, ((bits >> 49) & 7) as usize)
-            };
-            // scaled |d| < 4: e ≤ 1
-            let idx = ((e + 1100).max(0) as usize) * 8 + t + 8;
-            bins[idx.min(bins.len() - 1)] += 1;
-        }
+            (0.0, 0.0)
+        };
+        let d = a - b;
+        sse[l] += d * d;
+        en[l] += b * b;
+        qq[l] += a * a;
+        qx[l] += a * b;
+        let ad = d.abs();
+        mx[l] = mx[l].max(ad.to_bits());
+        // scaled |d| < 4: the key is below KEYS
+        keys[l] = ((ad.to_bits() >> 49) as usize).min(KEYS - 1);
     };
-    for base in (0..full).step_by(L) {
-        for lane in 0..L {
-            one(
-                base + lane,
-                lane,
-                &mut sse,
-                &mut en,
-                &mut qq,
-                &mut qx,
-                &mut mx,
-                &mut bins,
-            );
+    let (qc, xc) = (q.chunks_exact(L), x.chunks_exact(L));
+    let (qr, xr) = (qc.remainder(), xc.remainder());
+    for (qa, xa) in qc.zip(xc) {
+        for l in 0..L {
+            pass2(qa[l], xa[l], l, &mut keys);
+        }
+        for p in keys.chunks_exact(2) {
+            b0[p[0]] += 1;
+            b1[p[1]] += 1;
         }
     }
-    for (lane, i) in (full..q.len()).enumerate() {
-        one(
-            i, lane, &mut sse, &mut en, &mut qq, &mut qx, &mut mx, &mut bins,
-        );
+    for (l, (&a, &b)) in qr.iter().zip(xr).enumerate() {
+        pass2(a, b, l, &mut keys);
+        b0[keys[l]] += 1;
+    }
+    for (a, b) in b0.iter_mut().zip(b1.iter()) {
+        *a += b;
     }
     let red = |v: [f64; L]| ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-    let back = -2 * s_inv;
+    let back = -2 * k;
     st.sse.add(red(sse), back);
     st.energy.add(red(en), back);
     st.qq.add(red(qq), back);
     st.qx.add(red(qx), back);
-    st.max_abs_bits = ldexp(mx, -(s_inv as i64)).to_bits();
-    st.hist.zeros = bins[0] as u64;
-    // bins[8 + (e + 1100)·8 + t] holds scaled exponent e: true exponent e − k
-    let first = bins[1..].iter().position(|&c| c != 0).map(|p| p + 1);
-    if let Some(f) = first {
-        let last = bins.len() - 1 - bins.iter().rev().position(|&c| c != 0).unwrap_or(0);
-        let counts: Vec<u64> = bins[f..=last].iter().map(|&c| c as u64).collect();
-        // global bin of local index i: ((i − 8)/8 − 1100 − k + BIN_BIAS)·8 + (i − 8) % 8
-        let li = f - 8;
-        let e_true = (li / 8) as i32 - 1100 - k;
-        let lo = ((e_true + BIN_BIAS).max(0) as u32) * 8 + (li % 8) as u32;
-        st.hist.add_bins(lo, &counts);
+    let mx_scaled = f64::from_bits(mx.iter().fold(0, |a, &b| a.max(b)));
+    let mut mx = ldexp(mx_scaled, -(k as i64));
+    st.hist.zeros = zeros.iter().map(|&c| c as u64).sum();
+    // Keys below LOW hold the pairs left out and the exact ones (key 0), and the
+    // differences below 2^−969 times the chunk's largest magnitude, whose scaled value may
+    // have lost bits (rare): those are binned again from their unscaled difference.
+    const LOW: usize = 54 * 8;
+    let low: u64 = b0[..LOW].iter().map(|&c| c as u64).sum();
+    if low > st.hist.zeros + st.nonfinite_ref + st.nonfinite_out {
+        b0[..LOW].fill(0);
+        let tiny = crate::format::pow2(-969);
+        for (a, b) in q.iter().zip(x) {
+            let (a, b) = (a.to_f64(), b.to_f64());
+            if a.is_finite() && b.is_finite() && a != b && (a * s * s2 - b * s * s2).abs() < tiny {
+                let d = (a - b).abs();
+                st.hist.add_bins(bin_of(d), &[1]);
+                if mx_scaled < tiny {
+                    // every difference is tiny: the largest is taken unscaled
+                    mx = mx.max(d);
+                }
+            }
+        }
+    }
+    st.max_abs_bits = mx.to_bits();
+    // a scaled |d| of key f·8 + t has the true exponent f − 1023 − k
+    let to_global =
+        |key: usize| ((key as i64 + (BIN_BIAS as i64 - 1023 - k as i64) * 8).max(0)) as u32;
+    if let Some(f) = b0[1..].iter().position(|&c| c != 0).map(|p| p + 1) {
+        let last = KEYS - 1 - b0.iter().rev().position(|&c| c != 0).unwrap_or(0);
+        let counts: Vec<u64> = b0[f..=last].iter().map(|&c| c as u64).collect();
+        st.hist.add_bins(to_global(f), &counts);
     }
     st
 }
@@ -666,5 +715,106 @@ mod tests {
             .abs()
                 < 1e-12
         );
+    }
+
+    /// The histogram by definition, element by element: `(zeros, bin → count)`, for pairs
+    /// whose difference is exact in binary64.
+    fn direct_bins(q: &[f64], x: &[f64]) -> (u64, std::collections::BTreeMap<u32, u64>) {
+        let (mut zeros, mut bins) = (0, std::collections::BTreeMap::new());
+        for (a, b) in q.iter().zip(x) {
+            if !(a.is_finite() && b.is_finite()) {
+                continue;
+            }
+            let d = (a - b).abs();
+            if d == 0.0 {
+                zeros += 1;
+                continue;
+            }
+            let e = crate::block::floor_log2(d);
+            let m = if e < 0 {
+                d * crate::format::pow2(600) * crate::format::pow2(-e - 600)
+            } else {
+                d * crate::format::pow2(-e)
+            };
+            let bin = ((e + BIN_BIAS) * 8) as u32 + ((m - 1.0) * 8.0).floor() as u32;
+            *bins.entry(bin).or_insert(0) += 1;
+        }
+        (zeros, bins)
+    }
+
+    #[test]
+    fn one_pass_equals_the_definition_at_every_instruction_level() {
+        use crate::simd::{set_max_level, Level};
+        let n = 2 * CHUNK + 333;
+        let mut x: Vec<f64> = (0..n)
+            .map(|i| (((i * 7919) % 10007) as f32 * 0.37 - 1800.0) as f64)
+            .collect();
+        let mut q: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (*v as f32 + ((i % 17) as f32 - 8.0) * 0.001) as f64)
+            .collect();
+        // left out on either side, exact pairs, and (second chunk) differences that are
+        // subnormal even after the chunk's scaling
+        for i in (0..n).step_by(101) {
+            x[i] = f64::NAN;
+        }
+        for i in (50..n).step_by(211) {
+            q[i] = f64::INFINITY;
+        }
+        for i in (7..n).step_by(13) {
+            q[i] = x[i];
+        }
+        for (j, i) in (CHUNK + 5..CHUNK + 600).step_by(7).enumerate() {
+            x[i] = f64::from_bits(1 + 977 * j as u64);
+            q[i] = 0.0;
+        }
+        x[CHUNK + 1] = 1.5;
+        let levels = [Level::Portable, Level::Avx2, Level::Avx512];
+        let all: Vec<ErrorStats> = levels
+            .iter()
+            .map(|&l| {
+                set_max_level(l);
+                let s = ErrorStats::of(&q, &x);
+                set_max_level(Level::Avx512);
+                s
+            })
+            .collect();
+        assert!(all.iter().all(|s| *s == all[0]));
+        let s = &all[0];
+        let (zeros, bins) = direct_bins(&q, &x);
+        let got: std::collections::BTreeMap<u32, u64> = s
+            .hist
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != 0)
+            .map(|(i, &c)| (s.hist.lo + i as u32, c))
+            .collect();
+        assert_eq!((s.hist.zeros, &got), (zeros, &bins));
+        let left_out = x.iter().filter(|v| !v.is_finite()).count() as u64;
+        assert_eq!(s.nonfinite_ref, left_out);
+        assert_eq!(s.n + s.nonfinite_ref + s.nonfinite_out, n as u64);
+        let dmax = q
+            .iter()
+            .zip(&x)
+            .filter(|(a, b)| a.is_finite() && b.is_finite())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f64, f64::max);
+        assert_eq!(s.max_abs(), dmax);
+        // every difference subnormal beside a large exact pair
+        let x = [1e300, 3e-310, 1e-320, -2e-315];
+        let q = [1e300, 0.0, 0.0, 0.0];
+        let s = ErrorStats::of(&q, &x);
+        assert_eq!(s.max_abs(), 3e-310);
+        let got: std::collections::BTreeMap<u32, u64> = s
+            .hist
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c != 0)
+            .map(|(i, &c)| (s.hist.lo + i as u32, c))
+            .collect();
+        assert_eq!((s.hist.zeros, got), direct_bins(&q, &x));
     }
 }

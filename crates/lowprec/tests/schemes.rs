@@ -106,6 +106,16 @@ fn specialised_kernels_equal_the_general_engine() {
         "bf16",
         "cast:fp16",
         "cast:fp8-e5m2",
+        // the general engine's rows through the element step's binary32 specialisation
+        "fp8:group=128",
+        "fp8:tile=128x128",
+        "fp8:channel",
+        "fp8:group=128:scale=ue8m0",
+        "nvfp4:convention=te:tile=16x16",
+        "nvfp4:tile=16x16",
+        "mxfp4:tile=32x32",
+        "nvfp4:4over6",
+        "rht16:bf16+nvfp4:convention=te",
     ];
     for (rows, cols) in [(64usize, 256usize), (40, 96), (7, 160)] {
         for name in names {
@@ -117,6 +127,37 @@ fn specialised_kernels_equal_the_general_engine() {
             check_general(&s, &x32, &shape, name);
             check_general(&s, &x64, &shape, name);
         }
+    }
+}
+
+/// TransformerEngine's BF16 rotation runs band by band (a first pass for the rotated
+/// tensor's largest magnitude, then each band rotated and quantized in cache): tensors of
+/// several bands give the whole-tensor path's codes, scales, values and counts.
+#[test]
+fn banded_rotations_equal_the_whole_tensor() {
+    for name in [
+        "rht16:bf16+nvfp4:convention=te",
+        "rht16:bf16+nvfp4:convention=te:tile=16x16",
+        "rht16:bf16+nvfp4",
+        "rht16:bf16+mxfp4",
+        "rht32:bf16+fp8:group=128",
+        "rht16:bf16+int4:group=32",
+    ] {
+        let s = scheme(name).padded();
+        for (rows, cols) in [(1024usize, 160usize), (9, 8192), (1000, 96)] {
+            let x64 = data(rows * cols, cols, false, 7 + rows as u64);
+            let x32: Vec<f32> = x64.iter().map(|&v| v as f32).collect();
+            check_general(&s, &x32, &[rows, cols], name);
+            check_general(&s, &x64, &[rows, cols], name);
+        }
+    }
+    // NaN in the input of a rule that needs finite inputs: refused, naming the input's index
+    for name in ["rht16:bf16+nvfp4:convention=te", "rht16:bf16+fp8:group=32"] {
+        let mut x = data(1024 * 160, 160, false, 3);
+        x[70_001] = f64::NAN;
+        let s = scheme(name);
+        let e = s.apply(&x, &[1024, 160]).unwrap_err().to_string();
+        assert!(e.contains("index 70001"), "{name}: {e}");
     }
 }
 
@@ -166,7 +207,31 @@ fn check_general<I: lowprec::round::Float + Into<f64>>(
     let mut enc = s.encoded(shape).unwrap();
     let mut c = vec![0u16; x.len()];
     let k = s.encode_into(x, shape, &mut c, &mut enc).unwrap();
-    assert_eq!((c, enc, k), (fc, fe, fk), "{what}: encode_into");
+    assert_eq!((c, &enc, k), (fc.clone(), &fe, fk), "{what}: encode_into");
+    // byte codes (the specialised element step writes them directly), with and without values
+    if s.code_bits() <= 8 {
+        let wide: Vec<u16> = fc.clone();
+        let mut enc = s.encoded(shape).unwrap();
+        let mut c8 = vec![0u8; x.len()];
+        let k = s.encode_into(x, shape, &mut c8, &mut enc).unwrap();
+        let c8: Vec<u16> = c8.iter().map(|&b| b as u16).collect();
+        assert_eq!((c8, &enc, k), (wide.clone(), &fe, fk), "{what}: byte codes");
+        let mut enc = s.encoded(shape).unwrap();
+        let (mut v, mut c8) = (vec![I::default(); x.len()], vec![0u8; x.len()]);
+        let k = s
+            .quantize_into(x, shape, &mut v, &mut c8, &mut enc)
+            .unwrap();
+        let c8: Vec<u16> = c8.iter().map(|&b| b as u16).collect();
+        assert_eq!(
+            (c8, &enc, k),
+            (wide, &fe, fk),
+            "{what}: byte codes and values"
+        );
+        assert!(
+            same_values(&v, &fv).is_none(),
+            "{what}: byte codes and values"
+        );
+    }
 }
 
 /// torchao's MXFP8 contract (`torchao/testing/_mxfp8_test_utils.py`): 18 named blocks under
@@ -619,4 +684,49 @@ fn a_quantized_file_with_a_huge_shape_is_refused() {
             .to_string();
         assert!(!e.contains('\n'), "{e}");
     }
+}
+
+/// `--basis rotated`: the quantized rotated values against the exact rotation; the rotation
+/// is orthogonal, so the relative error agrees with the model basis, while the largest
+/// error is the quantizer's own; schemes without a rotation are the same in both bases.
+#[test]
+fn errors_in_the_rotated_basis() {
+    use lowprec::report::{self, Basis, Tensor, Values};
+    use lowprec::scheme::{rotate, Rotation};
+    let (rows, cols) = (64, 256);
+    let x = data(rows * cols, cols, false, 11);
+    let t = Tensor::new("t", vec![rows, cols], Values::F64(x.clone())).unwrap();
+    for name in ["rht16:bf16+nvfp4:convention=te", "rht32+mxfp4"] {
+        let s = scheme(name);
+        let r = s.rotation.unwrap();
+        let rot = report::row_in(&t, &s, name, Basis::Rotated);
+        let model = report::row_in(&t, &s, name, Basis::Model);
+        // by hand: the inner scheme on the (BF16-)rotated input, against the exact rotation
+        let exact = rotate::forward(&Rotation { bf16: false, ..r }, &x, cols);
+        let xr: Vec<f64> = if r.bf16 {
+            rotate::forward_bf16(&r, &x)
+                .into_iter()
+                .map(f64::from)
+                .collect()
+        } else {
+            exact.clone()
+        };
+        let inner = Scheme {
+            rotation: None,
+            ..s
+        };
+        let q = inner.apply(&xr, &[rows, cols]).unwrap();
+        let want = lowprec::stats::ErrorStats::of(&q.values, &exact);
+        assert_eq!(rot.stats, want, "{name}");
+        assert!(
+            (rot.rel_error / model.rel_error - 1.0).abs() < 1e-9,
+            "{name}"
+        );
+        assert!(rot.max_abs_error != model.max_abs_error, "{name}");
+    }
+    let plain = scheme("nvfp4");
+    assert_eq!(
+        report::row_in(&t, &plain, "nvfp4", Basis::Rotated).stats,
+        report::row_in(&t, &plain, "nvfp4", Basis::Model).stats
+    );
 }

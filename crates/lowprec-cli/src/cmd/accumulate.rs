@@ -315,17 +315,17 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         }
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&lines)?);
+        outln!("{}", serde_json::to_string_pretty(&lines)?)?;
     } else {
-        println!(
+        outln!(
             "{what}, accumulated in {} ({}, {}); errors against the exact sums",
             acc,
             rounding.mode.short_name(),
             rounding.overflow.short_name()
-        );
-        print!("{}", render(&lines));
+        )?;
+        out!("{}", render(&lines))?;
         if let Some(o) = &a.output {
-            println!("row sums (float64) written to {}", o.display());
+            outln!("row sums (float64) written to {}", o.display())?;
         }
     }
     Ok(ExitCode::SUCCESS)

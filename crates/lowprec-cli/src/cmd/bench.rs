@@ -300,15 +300,15 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         records.extend(pool.install(|| measure(a, &formats, &schemes, threads, &mut b))?);
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&records)?);
+        outln!("{}", serde_json::to_string_pretty(&records)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{} elements (accumulate: 64 × 4096 additions; gemm: multiply-adds), normal(0,1) data, simd level {}, best of {} (median in brackets), G elements/s",
         n,
         lowprec::simd::active().name(),
         a.reps
-    );
+    )?;
     let g = |r: &Record| {
         format!(
             "{:.2} ({:.2})",
@@ -348,6 +348,6 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             many,
         ]);
     }
-    print!("{}", t.render());
+    out!("{}", t.render())?;
     Ok(ExitCode::SUCCESS)
 }

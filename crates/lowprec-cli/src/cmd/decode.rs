@@ -111,7 +111,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             num(f.decode(c)),
         ]);
     }
-    println!("{}:", f.describe());
-    print!("{}", t.render());
+    outln!("{}:", f.describe())?;
+    out!("{}", t.render())?;
     Ok(ExitCode::SUCCESS)
 }

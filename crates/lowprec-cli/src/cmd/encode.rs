@@ -89,15 +89,15 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         t.row(vec![s.clone(), num(v), code_s, bits_s, between, rel_s]);
     }
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        outln!("{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        println!(
+        outln!(
             "{} ({}, {}):",
             f.describe(),
             opts.mode.short_name(),
             opts.overflow.short_name()
-        );
-        print!("{}", t.render());
+        )?;
+        out!("{}", t.render())?;
     }
     Ok(ExitCode::SUCCESS)
 }

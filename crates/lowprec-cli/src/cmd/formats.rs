@@ -89,9 +89,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
     } else {
-        print!("{}", table().render());
+        out!("{}", table().render())?;
     }
     Ok(ExitCode::SUCCESS)
 }

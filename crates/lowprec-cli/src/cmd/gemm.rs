@@ -160,7 +160,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         seconds: secs,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rec)?);
+        outln!("{}", serde_json::to_string_pretty(&rec)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let e = |v: f64| {
@@ -170,7 +170,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             format!("{v:.3e}")
         }
     };
-    println!(
+    outln!(
         "C = A·B, {}×{} times {}×{} ({} entries), inputs {}, products {}, accumulator {} ({}), order {}, promotion {}",
         a.m,
         a.k,
@@ -187,7 +187,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         } else {
             "none".into()
         }
-    );
+    )?;
     let mut t = Table::new(&["error of C", "value"]);
     for (k, v) in [
         ("inputs rounded: ‖C_X − C‖/‖C‖", e(rec.input_rel_error)),
@@ -204,6 +204,6 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     ] {
         t.row(vec![k.to_string(), v]);
     }
-    print!("{}", t.render());
+    out!("{}", t.render())?;
     Ok(ExitCode::SUCCESS)
 }

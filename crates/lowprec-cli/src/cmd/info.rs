@@ -22,7 +22,7 @@ pub struct Args {
 /// Run `lowprec info`.
 pub fn run(a: &Args) -> Result<ExitCode> {
     let f = format(&a.format)?;
-    println!("{}", f.describe());
+    outln!("{}", f.describe())?;
     let code = |c: Option<u64>| c.map_or("-".to_string(), |c| format!("{c:#x}"));
     let rows = [
         ("spec", f.spec()),
@@ -54,7 +54,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         ),
     ];
     for (k, v) in rows {
-        println!("  {k:<32} {v}");
+        outln!("  {k:<32} {v}")?;
     }
     if f.bits() <= 8 || (a.all && f.bits() <= 16) {
         let mut t = Table::new(&["code", "bits", "value"]);
@@ -66,8 +66,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 num(*v),
             ]);
         }
-        println!();
-        print!("{}", t.render());
+        outln!()?;
+        out!("{}", t.render())?;
     }
     Ok(ExitCode::SUCCESS)
 }

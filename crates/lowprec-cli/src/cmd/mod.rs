@@ -1,5 +1,23 @@
 //! One module per subcommand, and the helpers they share.
 
+/// `print!` that returns the write's error ([`StdoutError`]) instead of panicking: a
+/// closed pipe (`lowprec … | head -1`) or a full disk (`> /dev/full`).
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::cmd::write_stdout(format_args!($($t)*))
+    };
+}
+
+/// `println!` that returns the write's error, as [`out!`].
+macro_rules! outln {
+    () => {
+        $crate::cmd::write_stdout(format_args!("\n"))
+    };
+    ($($t:tt)*) => {
+        $crate::cmd::write_stdout(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
 pub mod accumulate;
 pub mod bench;
 pub mod decode;
@@ -20,6 +38,37 @@ pub mod verify;
 use anyhow::{bail, Context, Result};
 use lowprec::{FloatFormat, Overflow, RoundOptions, RoundingMode};
 use std::path::{Path, PathBuf};
+
+/// A failed write to standard output: `main` exits quietly with status 0 on a broken pipe
+/// (the reader has what it wanted, as `head` expects), else prints this one line and exits 2.
+#[derive(Debug)]
+pub struct StdoutError(pub std::io::Error);
+
+impl std::fmt::Display for StdoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "writing to standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutError {}
+
+/// Write to standard output (see [`out!`]).
+pub fn write_stdout(a: std::fmt::Arguments<'_>) -> Result<()> {
+    use std::io::Write;
+    std::io::stdout()
+        .lock()
+        .write_fmt(a)
+        .map_err(|e| anyhow::Error::new(StdoutError(e)))
+}
+
+/// Flush standard output (at the end of a command), as [`write_stdout`].
+pub fn flush_stdout() -> Result<()> {
+    use std::io::Write;
+    std::io::stdout()
+        .lock()
+        .flush()
+        .map_err(|e| anyhow::Error::new(StdoutError(e)))
+}
 
 /// Rounding options shared by `encode` and `round`.
 #[derive(clap::Args, Debug, Clone)]

@@ -238,8 +238,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .points
             .last()
             .map_or("exact".into(), |p| format!("{:.3e} at n = {}", p.1, p.0));
-        println!("{:<24} {}", c.label, last);
+        outln!("{:<24} {}", c.label, last)?;
     }
-    println!("chart written to {}", a.output.display());
+    outln!("chart written to {}", a.output.display())?;
     Ok(ExitCode::SUCCESS)
 }

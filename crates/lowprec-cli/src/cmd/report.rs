@@ -18,9 +18,9 @@ pub use lowprec::report::DEFAULT_SCHEMES;
 /// Arguments of `lowprec report`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  lowprec report --summary
   lowprec report model.safetensors -s mxfp4 -s nvfp4 -s int4:group=128
-  lowprec report --summary --wide -s nvfp4:convention=te -s nvfp4:4over6 -s rht16:bf16+nvfp4:convention=te")]
+  lowprec report --summary --wide -s nvfp4:convention=te -s nvfp4:4over6 -s rht16:bf16+nvfp4:convention=te
+  lowprec report --summary --wide --basis rotated -s rht16:bf16+nvfp4:convention=te")]
 pub struct Args {
     /// `.npy` or `.safetensors` files (every floating tensor); none: the built-in tensors.
     pub files: Vec<PathBuf>,
@@ -39,6 +39,29 @@ pub struct Args {
     /// error (always in --json).
     #[arg(long)]
     pub wide: bool,
+    /// Where rotated schemes (`rht16+…`) measure their errors: `model` (after rotating back:
+    /// the error the model sees) or `rotated` (the quantized rotated values against the
+    /// rotated input, in binary64).
+    #[arg(long, value_enum, default_value_t = BasisArg::Model)]
+    pub basis: BasisArg,
+}
+
+/// The values of `--basis`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BasisArg {
+    /// After rotating back.
+    Model,
+    /// In the rotated basis.
+    Rotated,
+}
+
+impl From<BasisArg> for report::Basis {
+    fn from(b: BasisArg) -> Self {
+        match b {
+            BasisArg::Model => report::Basis::Model,
+            BasisArg::Rotated => report::Basis::Rotated,
+        }
+    }
 }
 
 /// One line of the report as `--json` writes it (the core's [`report::Row`] without its
@@ -140,7 +163,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let shown = Mutex::new(false);
-    let rows: Vec<Row> = report::rows(&tensors, &schemes, |t, label| {
+    let rows: Vec<Row> = report::rows_in(&tensors, &schemes, a.basis.into(), |t, label| {
         if t0.elapsed() > Duration::from_secs(1) {
             let mut on = shown.lock().unwrap_or_else(|p| p.into_inner());
             if !*on {
@@ -156,7 +179,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let totals = report::totals(&rows, &schemes);
     if a.json {
         let v = serde_json::json!({"tensors": if a.summary { vec![] } else { json(&rows) }, "totals": json(&totals)});
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut header = vec![
@@ -215,14 +238,14 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         t.render()
     };
     if !a.summary {
-        print!("{}", render(&rows));
-        println!();
+        out!("{}", render(&rows))?;
+        outln!()?;
     }
-    println!(
+    outln!(
         "Totals over {} tensors ({} elements):",
         tensors.len(),
         totals.first().map_or(0, |r| r.elements)
-    );
-    print!("{}", render(&totals));
+    )?;
+    out!("{}", render(&totals))?;
     Ok(ExitCode::SUCCESS)
 }

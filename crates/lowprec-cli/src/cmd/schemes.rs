@@ -38,7 +38,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new(&["scheme", "bits/el", "what", "source"]);
@@ -50,9 +50,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             p.source.to_string(),
         ]);
     }
-    print!("{}", t.render());
-    println!(
+    out!("{}", t.render())?;
+    outln!(
         "bits/el for a 4096 x 4096 tensor, scales included; grammar and formulas: docs/schemes.md"
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

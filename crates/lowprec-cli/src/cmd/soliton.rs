@@ -74,17 +74,17 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "NLS fundamental soliton: {} points over {} widths, z = {} in {} steps; u·steps = {:.3e}",
         a.points,
         a.window,
         a.distance,
         a.steps,
         u * a.steps as f64
-    );
+    )?;
     let mut t = Table::new(&[
         "amplitude",
         "run",
@@ -116,7 +116,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             e3(r.energy_drift),
         ]);
     }
-    print!("{}", t.render());
+    out!("{}", t.render())?;
     Ok(ExitCode::SUCCESS)
 }
 

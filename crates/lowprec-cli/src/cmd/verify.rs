@@ -99,16 +99,16 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                         x
                     },
                 );
-            println!(
+            outln!(
                 "{f} {} {}: {} binary32 patterns, {} mismatches (codes and values), {:.1} s",
                 mode.short_name(),
                 overflow.short_name(),
                 a.count,
                 bad,
                 t0.elapsed().as_secs_f64()
-            );
+            )?;
             for line in first {
-                println!("  {line}");
+                outln!("  {line}")?;
             }
             total_bad += bad;
         }

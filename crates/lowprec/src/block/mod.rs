@@ -4,7 +4,7 @@
 //! Arrays of any shape are flattened in C order; blocks run along the last axis, whose
 //! length is the `row_len` argument of every function here. A block never spans two rows.
 
-mod fused;
+pub(crate) mod fused;
 pub(crate) use fused::max_abs_bits;
 pub(crate) mod lookup;
 pub mod mx;

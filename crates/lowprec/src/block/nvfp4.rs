@@ -140,7 +140,7 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
             scales.len()
         )));
     }
-    convert_into(x, row_len, rows * nb, opts, values, codes, scales)
+    convert_into(x, row_len, rows * nb, opts, values, codes, scales, None)
 }
 
 /// The NVFP4 codes of `x` without the values: E2M1 `codes`, E4M3 block `scales` and the
@@ -165,6 +165,19 @@ pub fn nvfp4_encode_into<I: Float>(
     codes: &mut [u8],
     scales: &mut [u8],
 ) -> Result<(f32, BlockStatus)> {
+    encode_piece_into(x, row_len, opts, None, codes, scales)
+}
+
+/// [`nvfp4_encode_into`] of a piece of whole rows of a tensor whose largest magnitude is
+/// `tensor_amax` (the tensor scale's source; `None`: the piece is the tensor).
+pub(crate) fn encode_piece_into<I: Float>(
+    x: &[I],
+    row_len: usize,
+    opts: &Nvfp4Options,
+    tensor_amax: Option<f64>,
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<(f32, BlockStatus)> {
     let rows = check(x.len(), row_len, opts)?;
     let nb = blocks_per_row(row_len);
     if codes.len() != x.len() || scales.len() != rows * nb {
@@ -177,10 +190,21 @@ pub fn nvfp4_encode_into<I: Float>(
         )));
     }
     let none: &mut [I] = &mut [];
-    convert_into(x, row_len, rows * nb, opts, none, codes, scales)
+    convert_into(
+        x,
+        row_len,
+        rows * nb,
+        opts,
+        none,
+        codes,
+        scales,
+        tensor_amax,
+    )
 }
 
-/// The conversion behind both entry points (`values` empty: codes only).
+/// The conversion behind both entry points (`values` empty: codes only); `tensor_amax`: `x`
+/// is a piece of a tensor of that largest magnitude.
+#[allow(clippy::too_many_arguments)]
 fn convert_into<I: Float, O: Float>(
     x: &[I],
     row_len: usize,
@@ -189,6 +213,7 @@ fn convert_into<I: Float, O: Float>(
     values: &mut [O],
     codes: &mut [u8],
     scales: &mut [u8],
+    tensor_amax: Option<f64>,
 ) -> Result<(f32, BlockStatus)> {
     // the seed's binary32 path reads every block maximum from this first pass
     let lookup = opts.convention == Convention::Seed
@@ -207,6 +232,7 @@ fn convert_into<I: Float, O: Float>(
             "NVFP4 input has NaN or Inf (first at index {i}); NVFP4 has no NaN scale: remove or replace them first"
         )));
     }
+    let amax = tensor_amax.unwrap_or(amax);
     let mut st = BlockStatus {
         elements: x.len() as u64,
         blocks: blocks as u64,

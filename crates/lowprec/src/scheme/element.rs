@@ -72,6 +72,7 @@ impl Step {
 
     /// [`Step::run`] for `y` computed exactly in binary32 (the binary32 lane): the same codes,
     /// values and counts as `run` on the same `y` widened, by the binary32 kernel.
+    #[inline(always)]
     pub(crate) fn run32<I: Float, O: Float, C: Code>(
         &self,
         x: &[I],
@@ -90,6 +91,7 @@ impl Step {
     /// Round `y` (the scaled `x`) into the element; the segments `(start, end, scale)` say
     /// which scale each element has; `index0` is the tensor index of `x[0]` (stochastic
     /// rounding); `v` and `c` may be empty.
+    #[inline(always)]
     pub(crate) fn run<I: Float, O: Float, C: Code>(
         &self,
         x: &[I],
@@ -105,6 +107,7 @@ impl Step {
         }
     }
 
+    #[inline(always)]
     fn run_float<I: Float, O: Float, C: Code>(
         &self,
         x: &[I],
@@ -147,6 +150,7 @@ impl Step {
     }
 
     /// Codes and values of a row from the element codes of its `y`.
+    #[inline(always)]
     fn finish_float<I: Float, O: Float, C: Code>(
         &self,
         x: &[I],

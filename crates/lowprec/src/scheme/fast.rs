@@ -82,9 +82,16 @@ pub(crate) fn run<I: Float, C: Code>(
     values: &mut [I],
     codes: &mut [C],
     enc: &mut Encoded,
+    tensor_amax: Option<f64>,
 ) -> Result<Option<Counts>> {
     if s.rounding != SATURATE || s.rotation.is_some() {
         return Ok(None);
+    }
+    let nvfp4_codes = s.element == Element::Float(FloatFormat::FP4_E2M1)
+        && s.blocks == Blocks::Group(nvfp4::BLOCK)
+        && values.is_empty();
+    if tensor_amax.is_some() && !nvfp4_codes {
+        return Ok(None); // pieces of a tensor: the general engine takes the tensor's amax
     }
     let n = x.len();
     let row_len = shape.last().copied().unwrap_or(1).max(1);
@@ -132,7 +139,11 @@ pub(crate) fn run<I: Float, C: Code>(
         }
         let (g, st) = with_bytes(codes, n, |c| -> Result<(f32, BlockStatus)> {
             if values.is_empty() {
-                nvfp4::nvfp4_encode_into(x, row_len, &o, c, sc)
+                nvfp4::encode_piece_into(x, row_len, &o, tensor_amax, c, sc)
+            } else if tensor_amax.is_some() {
+                Err(crate::error::Error::InvalidArgument(
+                    "internal: NVFP4 pieces are encoded without values".into(),
+                ))
             } else {
                 nvfp4::nvfp4_quantize_into(x, row_len, &o, values, c, sc)
             }

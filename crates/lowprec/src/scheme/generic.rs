@@ -39,12 +39,17 @@ pub(crate) struct Ctx {
     pub s: Scheme,
     pub grid: Grid,
     step: Step,
+    /// The element step's binary32 specialisation ([`crate::block::fused`]: nearest even
+    /// with saturation into a signed float element of at most 8 bits), where it applies.
+    fused32: Option<crate::block::fused::Elem<f32>>,
     alt: Option<Step>,
     sr: ScaleRounder,
     global: Option<Global>,
     need_data: bool,
     /// The element's largest value (asked once per block).
     max_e: f64,
+    /// A block held NaN or ±Inf under a rule that needs finite inputs (the call fails).
+    refused: std::sync::atomic::AtomicBool,
 }
 
 /// The largest value the tensor's amax maps to in the block-scale format: the format's
@@ -57,23 +62,44 @@ fn global_max(s: &Scheme) -> f64 {
 }
 
 impl Ctx {
-    pub(crate) fn new<I: Float>(s: &Scheme, x: &[I], grid: Grid) -> Result<Ctx> {
-        let global = s.second.map(|conv| {
-            two_level::global(
-                conv,
-                crate::block::max_abs(x),
-                s.element.max(),
-                global_max(s),
-            )
-        });
+    /// The constants of `s` on `x`; `specialised` lets rows take the element step's
+    /// binary32 specialisation (off: the reference the kernels are tested against);
+    /// `tensor_amax` is the largest magnitude of the whole tensor when `x` is a piece of it
+    /// (the second level's scale comes from it), else `None`.
+    pub(crate) fn new<I: Float>(
+        s: &Scheme,
+        x: &[I],
+        grid: Grid,
+        specialised: bool,
+        tensor_amax: Option<f64>,
+    ) -> Result<Ctx> {
+        let amax = s
+            .second
+            .map(|_| tensor_amax.unwrap_or_else(|| crate::block::max_abs(x)));
+        let global = s
+            .second
+            .zip(amax)
+            .map(|(conv, amax)| two_level::global(conv, amax, s.element.max(), global_max(s)));
         Ok(Ctx {
             s: *s,
             grid,
             step: Step::new(&s.element, &s.rounding),
+            fused32: match s.element {
+                Element::Float(f)
+                    if specialised
+                        && s.rounding.mode == crate::RoundingMode::NearestEven
+                        && s.rounding.overflow == crate::Overflow::Saturate
+                        && super::rule_alt_element(s).is_none() =>
+                {
+                    crate::block::fused::Elem::new(&f)
+                }
+                _ => None,
+            },
             alt: super::rule_alt_element(s).map(|e| Step::new(&e, &s.rounding)),
             sr: ScaleRounder::new(&s.scale),
             global,
             max_e: s.element.max(),
+            refused: amax.is_some_and(|a| !a.is_finite()).into(),
             need_data: matches!(
                 s.rule,
                 Rule::Affine(crate::quant::Clip::Mse) | Rule::Best(_)
@@ -84,6 +110,23 @@ impl Ctx {
     /// The tensor scale of a two-level scheme.
     pub(crate) fn tensor_scale(&self) -> Option<f32> {
         self.global.map(|g| g.g)
+    }
+
+    /// Whether a block held NaN or ±Inf under a rule that needs finite inputs: the run's
+    /// outputs are meaningless and the call fails ([`check_finite`] names the element).
+    pub(crate) fn refused(&self) -> bool {
+        self.refused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The scale of a block of statistics `st`; a block with NaN or ±Inf under a rule that
+    /// needs finite inputs is marked refused (and given NaN).
+    fn checked_scale(&self, st: &BlockStats) -> BlockScale {
+        if !st.finite && !matches!(self.s.rule, Rule::Pow2(_) | Rule::None) {
+            self.refused
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            return BlockScale::nan(0);
+        }
+        self.block_scale(st)
     }
 
     /// The scale of one block.
@@ -133,29 +176,24 @@ impl Ctx {
 /// Running statistics of a block.
 #[derive(Debug, Clone, Copy)]
 struct Acc {
-    amax: f64,
+    /// The largest magnitude's bits in the input type (magnitude bits order as the
+    /// magnitudes do, with ±Inf above every finite value and NaN above ±Inf).
+    bits: u64,
     lo: f64,
     hi: f64,
-    finite: bool,
 }
 
 impl Acc {
     const EMPTY: Acc = Acc {
-        amax: 0.0,
+        bits: 0,
         lo: f64::INFINITY,
         hi: f64::NEG_INFINITY,
-        finite: true,
     };
 
     #[inline(always)]
     fn add<I: Float>(&mut self, seg: &[I], lohi: bool) {
-        let m = I::from_bits(crate::block::max_abs_bits(seg)).to_f64();
-        if m > self.amax || m.is_nan() {
-            self.amax = m;
-        }
-        if !m.is_finite() {
-            self.finite = false;
-        }
+        use crate::round::types::Word;
+        self.bits = self.bits.max(crate::block::max_abs_bits(seg).to_u64());
         if lohi {
             for v in seg {
                 let v = v.to_f64();
@@ -165,19 +203,21 @@ impl Acc {
         }
     }
 
-    fn stats<'a>(&self, data: &'a [f64]) -> BlockStats<'a> {
+    fn stats<'a, I: Float>(&self, data: &'a [f64]) -> BlockStats<'a> {
+        use crate::round::types::Word;
+        let amax = I::from_bits(<I::Bits as Word>::from_u64(self.bits)).to_f64();
         BlockStats {
-            amax: self.amax,
+            amax,
             lo: if self.lo.is_finite() { self.lo } else { 0.0 },
             hi: if self.hi.is_finite() { self.hi } else { 0.0 },
-            finite: self.finite,
+            finite: amax.is_finite(),
             data,
         }
     }
 }
 
 /// Cut `s` into consecutive pieces of the given lengths (an empty `s` gives empty pieces).
-fn split<'a, T>(mut s: &'a mut [T], lens: &[usize]) -> Vec<&'a mut [T]> {
+pub(crate) fn split_lens<'a, T>(mut s: &'a mut [T], lens: &[usize]) -> Vec<&'a mut [T]> {
     let mut out = Vec::with_capacity(lens.len());
     for &l in lens {
         if s.is_empty() {
@@ -256,11 +296,11 @@ pub(crate) fn run<I: Float, O: Float, C: Code>(
         }
         v
     };
-    let vs = split(out.values, &elems);
-    let cs = split(out.codes, &elems);
-    let scs = split(out.scale_codes, &nblocks);
-    let svs = split(out.scale_values, &nblocks);
-    let zs = split(out.zeros, &nblocks);
+    let vs = split_lens(out.values, &elems);
+    let cs = split_lens(out.codes, &elems);
+    let scs = split_lens(out.scale_codes, &nblocks);
+    let svs = split_lens(out.scale_values, &nblocks);
+    let zs = split_lens(out.zeros, &nblocks);
     let work: Vec<BandWork<'_, I, O, C>> = bs
         .iter()
         .zip(xs)
@@ -281,7 +321,7 @@ pub(crate) fn run<I: Float, O: Float, C: Code>(
             },
         })
         .collect();
-    let one = |w: BandWork<'_, I, O, C>| band(ctx, w.b, w.x, w.out);
+    let one = |w: BandWork<'_, I, O, C>| crate::simd::dispatch(BandKernel { ctx, w });
     if x.len() >= crate::block::PARALLEL_MIN {
         work.into_par_iter()
             .map(one)
@@ -300,6 +340,22 @@ struct BandWork<'a, I, O, C> {
     out: Outputs<'a, O, C>,
 }
 
+/// A band as a [`crate::simd::Kernel`]: the statistics, the scaling and the element step
+/// compiled for the widest vector unit of the CPU.
+struct BandKernel<'a, I, O, C> {
+    ctx: &'a Ctx,
+    w: BandWork<'a, I, O, C>,
+}
+
+impl<I: Float, O: Float, C: Code> crate::simd::Kernel for BandKernel<'_, I, O, C> {
+    type Output = Counts;
+    #[inline(always)]
+    fn run(self) -> Counts {
+        band(self.ctx, self.w.b, self.w.x, self.w.out)
+    }
+}
+
+#[inline(always)]
 fn band<I: Float, O: Float, C: Code>(
     ctx: &Ctx,
     b: &Band,
@@ -334,7 +390,7 @@ fn band<I: Float, O: Float, C: Code>(
     let mut data: Vec<f64> = Vec::new();
     let scales: Vec<BlockScale> = (0..b.blocks)
         .map(|k| {
-            if ctx.need_data && acc[k].finite {
+            if ctx.need_data && acc[k].stats::<I>(&[]).finite {
                 data.clear();
                 let (j, rows) = if tile_band {
                     (k, 0..b.rows)
@@ -350,7 +406,7 @@ fn band<I: Float, O: Float, C: Code>(
                     );
                 }
             }
-            ctx.block_scale(&acc[k].stats(&data))
+            ctx.checked_scale(&acc[k].stats::<I>(&data))
         })
         .collect();
     let mut counts = Counts {
@@ -374,6 +430,10 @@ fn band<I: Float, O: Float, C: Code>(
     let mut segs: Vec<(usize, usize, &BlockScale)> = Vec::with_capacity(bc);
     let mut y = vec![0f64; cols];
     let mut y32 = Vec::new();
+    let mut row_scales = RowScales {
+        shared: tile_band,
+        ..RowScales::default()
+    };
     for r in 0..b.rows {
         segs.clear();
         for j in 0..bc {
@@ -391,6 +451,10 @@ fn band<I: Float, O: Float, C: Code>(
             &mut c[at.clone()]
         };
         let index0 = ((b.row0 + r) * cols) as u64;
+        if let Some(n) = ctx.fused_row(&x[at.clone()], &segs, tc, &mut row_scales, vr, cr) {
+            counts += n;
+            continue;
+        }
         if ctx.lane32::<I>(&segs) {
             y32.resize(cols, 0f32);
             fill32(&x[at.clone()], &segs, &mut y32);
@@ -412,12 +476,15 @@ fn whole<I: Float, O: Float, C: Code>(ctx: &Ctx, x: &[I], out: Outputs<'_, O, C>
     for ch in x.chunks(BAND) {
         acc.add(ch, lohi);
     }
-    let data: Vec<f64> = if ctx.need_data && acc.finite {
+    let data: Vec<f64> = if ctx.need_data && acc.stats::<I>(&[]).finite {
         x.iter().map(|v| v.to_f64()).collect()
     } else {
         Vec::new()
     };
-    let s = ctx.block_scale(&acc.stats(&data));
+    let s = ctx.checked_scale(&acc.stats::<I>(&data));
+    if ctx.refused() {
+        return Counts::default();
+    }
     if let Some(o) = out.scale_codes.first_mut() {
         *o = s.code;
     }
@@ -432,8 +499,8 @@ fn whole<I: Float, O: Float, C: Code>(ctx: &Ctx, x: &[I], out: Outputs<'_, O, C>
     let lens: Vec<usize> = (0..n.div_ceil(BAND))
         .map(|i| BAND.min(n - i * BAND))
         .collect();
-    let vs = split(out.values, &lens);
-    let cs = split(out.codes, &lens);
+    let vs = split_lens(out.values, &lens);
+    let cs = split_lens(out.codes, &lens);
     type Piece<'a, I, O, C> = (usize, ((&'a [I], &'a mut [O]), &'a mut [C]));
     let work: Vec<Piece<'_, I, O, C>> = x.chunks(BAND).zip(vs).zip(cs).enumerate().collect();
     let one = |(i, ((xc, vc), cc)): Piece<'_, I, O, C>| {
@@ -457,6 +524,7 @@ fn whole<I: Float, O: Float, C: Code>(ctx: &Ctx, x: &[I], out: Outputs<'_, O, C>
 
 /// `y` of a row in binary32 (every segment [`Scaling::is_f32`], binary32 inputs): the same
 /// values as [`Ctx::fill`], in a loop the compiler vectorises.
+#[inline(always)]
 fn fill32<I: Float>(x: &[I], segs: &[(usize, usize, &BlockScale)], y: &mut [f32]) {
     for &(a, e, s) in segs {
         let (ys, xs) = (&mut y[a..e], &x[a..e]);
@@ -474,7 +542,91 @@ fn fill32<I: Float>(x: &[I], segs: &[(usize, usize, &BlockScale)], y: &mut [f32]
     }
 }
 
+/// Per-row scratch of [`Ctx::fused_row`]: the blocks' multipliers or divisors, their decode
+/// factors, and codes when none are asked for.
+#[derive(Default)]
+struct RowScales {
+    factor: Vec<f32>,
+    d: Vec<f64>,
+    codes: Vec<u8>,
+    /// Every row has the same blocks (a band of tiles): made once.
+    shared: bool,
+    /// `factor` and `d` hold the band's (shared rows, after the first).
+    ready: bool,
+    /// The blocks divide (else multiply).
+    div: bool,
+    /// The rows may take the specialised step.
+    ok: bool,
+}
+
 impl Ctx {
+    /// A row through the element step's binary32 specialisation
+    /// ([`crate::block::fused::blocks`]), when it applies: binary32 inputs, whole blocks of
+    /// `tc`, every block scaled in binary32 the same way (all multiplied or all divided), no
+    /// NaN block, decode factors that cannot underflow a nonzero code's value, and byte codes.
+    /// The same codes, values and counts as [`Step::run32`] (the tests compare the general
+    /// engine with the kernels, which share this step).
+    #[inline(always)]
+    fn fused_row<I: Float, O: Float, C: Code>(
+        &self,
+        x: &[I],
+        segs: &[(usize, usize, &BlockScale)],
+        tc: usize,
+        rs: &mut RowScales,
+        v: &mut [O],
+        c: &mut [C],
+    ) -> Option<Counts> {
+        let e = self.fused32.as_ref()?;
+        if I::MANT != 23 || !x.len().is_multiple_of(tc) || segs.len() != x.len() / tc {
+            return None;
+        }
+        // the rows of a band of tiles share their blocks: their factors are made once
+        if !rs.ready {
+            rs.div = matches!(segs.first()?.2.y, Scaling::Div32(_));
+            let tiny = crate::format::pow2(-900);
+            rs.factor.clear();
+            rs.d.clear();
+            rs.ok = true;
+            for &(_, _, s) in segs {
+                let f = match (s.y, rs.div) {
+                    (Scaling::Mul32(m), false) | (Scaling::Div32(m), true) => m,
+                    _ => {
+                        rs.ok = false;
+                        break;
+                    }
+                };
+                if s.d.abs() < tiny {
+                    rs.ok = false;
+                    break;
+                }
+                rs.factor.push(f);
+                rs.d.push(s.d);
+            }
+            rs.ready = rs.shared;
+        }
+        if !rs.ok {
+            return None;
+        }
+        let div = rs.div;
+        let c: &mut [u8] = if c.is_empty() {
+            rs.codes.resize(x.len(), 0);
+            &mut rs.codes[..]
+        } else {
+            C::as_u8s(c)?
+        };
+        use crate::block::fused::blocks;
+        let (saturated, flushed) = if div {
+            blocks::<f32, I, f64, O, _, true>(e, x, tc, &rs.factor, &rs.d, v, c)
+        } else {
+            blocks::<f32, I, f64, O, _, false>(e, x, tc, &rs.factor, &rs.d, v, c)
+        };
+        Some(Counts {
+            saturated,
+            flushed,
+            ..Counts::default()
+        })
+    }
+
     /// Whether a row takes the binary32 lane: binary32 inputs, an element step that has it
     /// (no IF4 alternative), and binary32 scalings in every segment.
     fn lane32<I: Float>(&self, segs: &[(usize, usize, &BlockScale)]) -> bool {
@@ -505,6 +657,7 @@ impl Ctx {
     }
 
     /// `y` of every element of a row.
+    #[inline(always)]
     fn fill<I: Float>(&self, x: &[I], segs: &[(usize, usize, &BlockScale)], y: &mut [f64]) {
         for &(a, e, s) in segs {
             for (yi, xi) in y[a..e].iter_mut().zip(&x[a..e]) {
@@ -514,6 +667,7 @@ impl Ctx {
     }
 
     /// Round a row whose `y` is filled.
+    #[inline(always)]
     fn round_row<I: Float, O: Float, C: Code>(
         &self,
         x: &[I],
@@ -548,7 +702,8 @@ impl Ctx {
 }
 
 /// Check that the inputs suit the rule: every rule but MX's and a plain cast refuses NaN and
-/// ±Inf (a scale computed from them would be meaningless).
+/// ±Inf (a scale computed from them would be meaningless). The engine finds them in its
+/// block statistics ([`Ctx::refused`]); this pass names the first one.
 pub(crate) fn check_finite<I: Float>(s: &Scheme, x: &[I]) -> Result<()> {
     if matches!(s.rule, Rule::Pow2(_) | Rule::None) {
         return Ok(());

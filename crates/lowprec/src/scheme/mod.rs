@@ -436,15 +436,15 @@ impl Scheme {
     ) -> Result<Counts> {
         self.check_outputs(x, shape, values.len(), codes.len(), enc)?;
         if let Some(r) = self.rotation {
-            return self.rotated(&r, x, shape, values, codes, enc);
+            return self.rotated(&r, x, shape, values, codes, enc, true);
         }
         // the specialised kernels refuse NaN and ±Inf themselves where their rule needs
         // finite inputs (no extra pass); the general engine checks first
         self.check_nan_cast(x)?;
-        if let Some(c) = fast::run(self, x, shape, values, codes, enc)? {
+        if let Some(c) = fast::run(self, x, shape, values, codes, enc, None)? {
             return Ok(c);
         }
-        self.general_into(x, shape, values, codes, enc)
+        self.engine_into(x, shape, values, codes, enc, true, None)
     }
 
     /// A cast into a format without NaN refuses NaN inputs.
@@ -459,8 +459,8 @@ impl Scheme {
         Ok(())
     }
 
-    /// The general engine, whatever the axes (no specialised kernel): what the fast paths
-    /// are tested against.
+    /// The general engine, whatever the axes, with no specialised kernel or element step:
+    /// what the fast paths are tested against.
     ///
     /// # Errors
     ///
@@ -474,11 +474,30 @@ impl Scheme {
         codes: &mut [C],
         enc: &mut Encoded,
     ) -> Result<Counts> {
+        if let Some(r) = self.rotation {
+            self.check_outputs(x, shape, values.len(), codes.len(), enc)?;
+            return self.rotated(&r, x, shape, values, codes, enc, false);
+        }
+        self.engine_into(x, shape, values, codes, enc, false, None)
+    }
+
+    /// The general engine; `specialised`: rows may take the element step's binary32
+    /// specialisation; `tensor_amax`: `x` is a piece of a tensor of that largest magnitude.
+    #[allow(clippy::too_many_arguments)]
+    fn engine_into<I: Float, O: Float, C: Code>(
+        &self,
+        x: &[I],
+        shape: &[usize],
+        values: &mut [O],
+        codes: &mut [C],
+        enc: &mut Encoded,
+        specialised: bool,
+        tensor_amax: Option<f64>,
+    ) -> Result<Counts> {
         self.check_outputs(x, shape, values.len(), codes.len(), enc)?;
-        generic::check_finite(self, x)?;
         self.check_nan_cast(x)?;
         let grid = self.grid(shape)?;
-        let ctx = generic::Ctx::new(self, x, grid)?;
+        let ctx = generic::Ctx::new(self, x, grid, specialised, tensor_amax)?;
         let (sc, sv): (&mut [u8], &mut [f64]) = match &mut enc.scales {
             Scales::None => (&mut [], &mut []),
             Scales::Codes(c) => (c, &mut []),
@@ -488,17 +507,28 @@ impl Scheme {
             Some(z) => z,
             None => &mut [],
         };
-        let mut counts = generic::run(
-            &ctx,
-            x,
-            generic::Outputs {
-                values,
-                codes,
-                scale_codes: sc,
-                scale_values: sv,
-                zeros,
-            },
-        );
+        let mut counts = if ctx.refused() {
+            Counts::default()
+        } else {
+            generic::run(
+                &ctx,
+                x,
+                generic::Outputs {
+                    values,
+                    codes,
+                    scale_codes: sc,
+                    scale_values: sv,
+                    zeros,
+                },
+            )
+        };
+        if ctx.refused() {
+            // NaN or ±Inf under a rule that needs finite inputs: name the element
+            generic::check_finite(self, x)?;
+            return Err(Error::InvalidArgument(format!(
+                "{self} needs finite inputs"
+            )));
+        }
         if self.rule == Rule::None {
             counts.blocks = 0;
         }
@@ -666,15 +696,18 @@ impl Scheme {
         Ok(())
     }
 
-    /// A rotated scheme: rotate, quantize without the rotation, rotate the values back.
-    fn rotated<I: Float, C: Code>(
+    /// A rotated scheme: rotate, quantize without the rotation, rotate the values back;
+    /// `specialised`: the inner scheme may take the kernels (off: the general engine alone).
+    #[allow(clippy::too_many_arguments)]
+    fn rotated<I: Float, O: Float, C: Code>(
         &self,
         r: &Rotation,
         x: &[I],
         shape: &[usize],
-        values: &mut [I],
+        values: &mut [O],
         codes: &mut [C],
         enc: &mut Encoded,
+        specialised: bool,
     ) -> Result<Counts> {
         self.grid(shape)?;
         let cols = shape.last().copied().unwrap_or(1);
@@ -682,30 +715,173 @@ impl Scheme {
             rotation: None,
             ..*self
         };
+        if specialised && r.bf16 && inner.rounding.mode != crate::RoundingMode::Stochastic {
+            if let Some(band_rows) = inner.band_rows(shape)? {
+                return inner.rotated_bands(r, band_rows, x, cols, values, codes, enc);
+            }
+        }
         let mut v = vec![0f64; if values.is_empty() { 0 } else { x.len() }];
         let counts = if r.bf16 {
             // BF16 values are binary32: the binary32 kernels and lanes take them
             let xr = rotate::forward_bf16(r, x);
-            if v.is_empty() {
-                inner.quantize_into(&xr, shape, &mut [], codes, enc)?
-            } else {
-                inner.general_into(&xr, shape, &mut v, codes, enc)?
+            match (specialised, v.is_empty()) {
+                (true, true) => inner.quantize_into(&xr, shape, &mut [], codes, enc)?,
+                (s, _) => inner.engine_into(&xr, shape, &mut v, codes, enc, s, None)?,
             }
         } else {
             let xf: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
             let xr = rotate::forward(r, &xf, cols);
-            inner.quantize_into(&xr, shape, &mut v, codes, enc)?
+            if specialised {
+                inner.quantize_into(&xr, shape, &mut v, codes, enc)?
+            } else {
+                inner.engine_into(&xr, shape, &mut v, codes, enc, false, None)?
+            }
         };
         if !values.is_empty() {
             let back = rotate::inverse(r, &v, cols);
             values
                 .iter_mut()
                 .zip(&back)
-                .for_each(|(o, b)| *o = I::from_f64(*b));
+                .for_each(|(o, b)| *o = O::from_f64(*b));
         }
         Ok(counts)
     }
 }
+
+impl Scheme {
+    /// Rows per band of [`Scheme::rotated_bands`] on a tensor of `shape` (whole tiles, about
+    /// 64 Ki elements), or `None` when the blocks do not split into bands of rows (one scale
+    /// for the whole tensor, tiles across a partial edge, an empty tensor).
+    fn band_rows(&self, shape: &[usize]) -> Result<Option<usize>> {
+        let g = self.grid(shape)?;
+        let tr = match g.tile {
+            Some((tr, _)) if g.n > 0 && g.rows.is_multiple_of(tr) => tr,
+            _ => return Ok(None),
+        };
+        let rows = (BAND_ELEMENTS / g.cols.max(1)).max(1);
+        Ok(Some(rows.div_ceil(tr) * tr))
+    }
+
+    /// A scheme after TransformerEngine's BF16 rotation, band by band: each band of whole
+    /// rows is rotated into a buffer of its own and quantized (and its values rotated back)
+    /// while it is in cache, with the largest magnitude of the whole rotated tensor (a first
+    /// pass that rotates and keeps only the maximum) for a second level. Nothing the size of
+    /// the tensor is allocated; the results are those of the whole-tensor path (blocks do
+    /// not cross bands, the tensor scale is the same; the tests compare them).
+    #[allow(clippy::too_many_arguments)]
+    fn rotated_bands<I: Float, O: Float, C: Code>(
+        &self,
+        r: &Rotation,
+        band_rows: usize,
+        x: &[I],
+        cols: usize,
+        values: &mut [O],
+        codes: &mut [C],
+        enc: &mut Encoded,
+    ) -> Result<Counts> {
+        use rayon::prelude::*;
+        let band = band_rows * cols;
+        // the rotated tensor's largest magnitude (a second level), and the inputs' (a rule
+        // that needs finite inputs refuses NaN and ±Inf, naming the input element)
+        let needs_finite = !matches!(self.rule, Rule::Pow2(_) | Rule::None);
+        let max = |a: f64, b: f64| if b > a || b.is_nan() { b } else { a };
+        let (tensor_amax, input_amax) = match self.second {
+            Some(_) => {
+                let (t, i) = x
+                    .par_chunks(band)
+                    .map_init(Vec::new, |buf: &mut Vec<f32>, xb| {
+                        buf.resize(xb.len(), 0.0);
+                        rotate::forward_bf16_into(r, xb, buf);
+                        (crate::block::max_abs(buf), crate::block::max_abs(xb))
+                    })
+                    .reduce(|| (0.0, 0.0), |a, b| (max(a.0, b.0), max(a.1, b.1)));
+                (Some(t), i)
+            }
+            None if needs_finite => (None, crate::block::max_abs(x)),
+            None => (None, 0.0),
+        };
+        if needs_finite && !input_amax.is_finite() {
+            generic::check_finite(self, x)?;
+        }
+        let per_band = self.encoded(&[band_rows, cols])?.scales.len();
+        let bands = x.len().div_ceil(band);
+        let pieces = |len: usize, each: usize| -> Vec<usize> {
+            (0..bands)
+                .map(|b| {
+                    if len == 0 {
+                        0
+                    } else {
+                        each.min(len - b * each)
+                    }
+                })
+                .collect()
+        };
+        let nsc = enc.scales.len();
+        let (sc, sv): (&mut [u8], &mut [f64]) = match &mut enc.scales {
+            Scales::None => (&mut [], &mut []),
+            Scales::Codes(c) => (c, &mut []),
+            Scales::Values(v) => (&mut [], v),
+        };
+        let zs: &mut [f64] = match &mut enc.zeros {
+            Some(z) => z,
+            None => &mut [],
+        };
+        use generic::split_lens as cut;
+        let work: Vec<_> = x
+            .chunks(band)
+            .zip(cut(values, &pieces(values.len(), band)))
+            .zip(cut(codes, &pieces(codes.len(), band)))
+            .zip(cut(sc, &pieces(sc.len(), per_band)))
+            .zip(cut(sv, &pieces(sv.len(), per_band)))
+            .zip(cut(zs, &pieces(zs.len(), per_band)))
+            .collect();
+        debug_assert!(nsc == 0 || nsc.div_ceil(per_band) == bands);
+        let results: Vec<Result<(Counts, Option<f32>)>> = work
+            .into_par_iter()
+            .map(|(((((xb, vb), cb), scb), svb), zb)| {
+                let shape = [xb.len() / cols, cols];
+                let mut xr = vec![0f32; xb.len()];
+                rotate::forward_bf16_into(r, xb, &mut xr);
+                let mut e = self.encoded(&shape)?;
+                let mut v = vec![0f64; vb.len()];
+                let fast = if v.is_empty() {
+                    fast::run(self, &xr, &shape, &mut [], cb, &mut e, tensor_amax)?
+                } else {
+                    None
+                };
+                let counts = match fast {
+                    Some(c) => c,
+                    None => self.engine_into(&xr, &shape, &mut v, cb, &mut e, true, tensor_amax)?,
+                };
+                if !vb.is_empty() {
+                    let back = rotate::inverse(r, &v, cols);
+                    vb.iter_mut()
+                        .zip(&back)
+                        .for_each(|(o, b)| *o = O::from_f64(*b));
+                }
+                match &e.scales {
+                    Scales::None => {}
+                    Scales::Codes(c) => scb.copy_from_slice(c),
+                    Scales::Values(v) => svb.copy_from_slice(v),
+                }
+                if let Some(z) = &e.zeros {
+                    zb.copy_from_slice(z);
+                }
+                Ok((counts, e.tensor_scale))
+            })
+            .collect();
+        let mut total = Counts::default();
+        for res in results {
+            let (c, t) = res?;
+            total += c;
+            enc.tensor_scale = t;
+        }
+        Ok(total)
+    }
+}
+
+/// Elements per band of [`Scheme::rotated_bands`].
+const BAND_ELEMENTS: usize = 1 << 16;
 
 /// IF4's alternative element: INT4 `±7` (the choice is the scale's sign bit).
 pub(crate) fn rule_alt_element(s: &Scheme) -> Option<Element> {

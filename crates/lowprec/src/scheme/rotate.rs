@@ -39,6 +39,7 @@ pub fn signs(r: &Rotation) -> Vec<f64> {
 
 /// In-place Walsh–Hadamard transform (unnormalised, Sylvester order) of one block, in the
 /// arithmetic of `T` (binary64, or binary32 for TransformerEngine's RHT).
+#[inline(always)]
 fn fwht<T: Copy + std::ops::Add<Output = T> + std::ops::Sub<Output = T>>(v: &mut [T]) {
     let n = v.len();
     let mut h = 1;
@@ -81,18 +82,7 @@ pub fn forward_bf16<I: crate::round::Float>(r: &Rotation, x: &[I]) -> Vec<f32> {
     let mut out = vec![0f32; x.len()];
     // pieces of whole blocks, fixed by the length (the result does not depend on threads)
     let piece = r.size * (4096 / r.size).max(1);
-    let run = |(o, b): (&mut [f32], &[I])| {
-        for (o, b) in o.chunks_mut(r.size).zip(b.chunks(r.size)) {
-            o.iter_mut()
-                .zip(b.iter().zip(&s))
-                .for_each(|(o, (v, s))| *o = (v.to_f64() as f32) * s);
-            match <&mut [f32; 16]>::try_from(&mut *o) {
-                Ok(o16) => fwht16(o16), // TE's size, unrolled
-                Err(_) => fwht(o),
-            }
-            o.iter_mut().for_each(|v| *v = bf16_rne(*v * k + 0.0));
-        }
-    };
+    let run = |(o, b): (&mut [f32], &[I])| crate::simd::dispatch(Bf16Piece { o, x: b, s: &s, k });
     if x.len() >= crate::block::PARALLEL_MIN {
         out.par_chunks_mut(piece)
             .zip(x.par_chunks(piece))
@@ -103,30 +93,96 @@ pub fn forward_bf16<I: crate::round::Float>(r: &Rotation, x: &[I]) -> Vec<f32> {
     out
 }
 
-/// [`fwht`] of 16 binary32 values, the same additions in the same order, unrolled.
-#[inline(always)]
-fn fwht16(v: &mut [f32; 16]) {
-    let mut h = 1;
-    while h < 16 {
-        for i in (0..16).step_by(2 * h) {
-            for j in i..i + h {
-                let (a, b) = (v[j], v[j + h]);
-                v[j] = a + b;
-                v[j + h] = a - b;
+/// [`forward_bf16`] of a piece of whole blocks into `out` (as long), on the calling thread.
+pub fn forward_bf16_into<I: crate::round::Float>(r: &Rotation, x: &[I], out: &mut [f32]) {
+    let s: Vec<f32> = signs(r).iter().map(|&v| v as f32).collect();
+    let k = 1.0f32 / (r.size as f32).sqrt();
+    crate::simd::dispatch(Bf16Piece {
+        o: out,
+        x,
+        s: &s,
+        k,
+    })
+}
+
+/// A piece of [`forward_bf16`] (whole blocks of `s.len()`), compiled for the widest vector
+/// unit of the CPU.
+struct Bf16Piece<'a, I> {
+    o: &'a mut [f32],
+    x: &'a [I],
+    s: &'a [f32],
+    k: f32,
+}
+
+impl<I: crate::round::Float> crate::simd::Kernel for Bf16Piece<'_, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        let (s, k, n) = (self.s, self.k, self.s.len());
+        if let (Ok(s16), Some(x32)) = (<&[f32; 16]>::try_from(s), I::as_f32_slice(self.x)) {
+            if crate::simd::rht16_bf16(x32, s16, k, self.o) {
+                return;
             }
         }
-        h *= 2;
+        if let Ok(s16) = <[f32; 16]>::try_from(s) {
+            // TE's size: one vector per block, every step on a fixed-size array
+            for (o, b) in self.o.chunks_exact_mut(16).zip(self.x.chunks_exact(16)) {
+                let mut v = [0f32; 16];
+                for i in 0..16 {
+                    v[i] = (b[i].to_f64() as f32) * s16[i];
+                }
+                // (the barrier keeps the compiler from vectorising across blocks with
+                // gathers and scatters, slower than one vector per block)
+                let mut v = std::hint::black_box(v);
+                fwht16(&mut v);
+                for i in 0..16 {
+                    o[i] = bf16_rne(v[i] * k + 0.0);
+                }
+            }
+            return;
+        }
+        for (o, b) in self.o.chunks_mut(n).zip(self.x.chunks(n)) {
+            o.iter_mut()
+                .zip(b.iter().zip(s))
+                .for_each(|(o, (v, s))| *o = (v.to_f64() as f32) * s);
+            fwht(o);
+            o.iter_mut().for_each(|v| *v = bf16_rne(*v * k + 0.0));
+        }
     }
+}
+
+/// [`fwht`] of 16 binary32 values, the same additions in the same order, as whole-vector
+/// steps: stage `h` pairs lane `i` with lane `i ^ h` (a lane shuffle); the lower lane of
+/// a pair takes `a + b` and the upper `a − b`, which is the partner's `b − a` read from the
+/// upper lane (IEEE addition is commutative, so the bits are those of [`fwht`]).
+#[inline(always)]
+fn fwht16(v: &mut [f32; 16]) {
+    #[inline(always)]
+    fn stage<const H: usize>(v: [f32; 16]) -> [f32; 16] {
+        let mut p = [0f32; 16];
+        for i in 0..16 {
+            p[i] = v[i ^ H];
+        }
+        let mut o = [0f32; 16];
+        for i in 0..16 {
+            o[i] = if i & H == 0 { v[i] + p[i] } else { p[i] - v[i] };
+        }
+        o
+    }
+    *v = stage::<8>(stage::<4>(stage::<2>(stage::<1>(*v))));
 }
 
 /// `v` rounded to nearest even into BF16 (overflow to ±Inf, NaN kept), as binary32.
 #[inline(always)]
 fn bf16_rne(v: f32) -> f32 {
-    if v.is_nan() {
-        return v;
-    }
     let b = v.to_bits();
-    f32::from_bits((b + 0x7fff + ((b >> 16) & 1)) & 0xffff_0000)
+    let r = f32::from_bits((b.wrapping_add(0x7fff + ((b >> 16) & 1))) & 0xffff_0000);
+    // (a select, not a branch: NaN kept)
+    if v.is_nan() {
+        v
+    } else {
+        r
+    }
 }
 
 /// The inverse rotation of `y` (binary64, not rounded).
@@ -171,6 +227,70 @@ mod tests {
                 "{b:#x}"
             );
         }
+    }
+
+    /// The vector kernels of TE's RHT give the portable butterflies' bits, on every
+    /// instruction level: ordinary values, ±0, subnormals, sums that overflow BF16, NaN, ±Inf.
+    #[test]
+    fn te_rotation_is_the_same_on_every_instruction_level() {
+        use crate::simd::{set_max_level, Level};
+        let r = Rotation {
+            size: 16,
+            signs: Signs::Te,
+            bf16: true,
+        };
+        let specials = [
+            0.0f32,
+            -0.0,
+            f32::MIN_POSITIVE / 3.0,
+            3.0e38,
+            -3.3e38,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            1.0 + f32::EPSILON,
+        ];
+        let x: Vec<f32> = (0..16 * 4099)
+            .map(|i| {
+                if i % 97 < specials.len() && i / 97 % 5 == 1 {
+                    specials[i % 97]
+                } else {
+                    let u = ((i as u64 * 0x9e37_79b9_7f4a_7c15) >> 40) as f32 / (1u32 << 24) as f32;
+                    (u - 0.5) * 2f32.powi((i % 41) as i32 - 20)
+                }
+            })
+            .collect();
+        let at = |level| {
+            set_max_level(level);
+            let y = forward_bf16(&r, &x);
+            set_max_level(Level::Avx512);
+            y
+        };
+        let want = at(Level::Portable);
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        for got in [at(Level::Avx2), at(Level::Avx512), forward_bf16(&r, &x64)] {
+            for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+                assert!(
+                    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
+                    "element {i}: {a} vs {b}"
+                );
+            }
+        }
+        // and the portable butterflies are the plain loop's
+        let plain: Vec<f32> = x
+            .chunks(16)
+            .flat_map(|b| {
+                let mut v: Vec<f32> = b.iter().zip(TE_SIGNS).map(|(x, s)| x * s as f32).collect();
+                fwht(&mut v);
+                v.into_iter()
+                    .map(|v| bf16_rne(v * 0.25 + 0.0))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(plain
+            .iter()
+            .zip(&want)
+            .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())));
     }
 
     #[test]

@@ -15,9 +15,11 @@
 
 mod e2m1;
 pub(crate) mod quarter;
+mod rht;
 mod scan;
 
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
+pub(crate) use rht::rht16_bf16;
 pub(crate) use scan::{columns4, stream8};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;

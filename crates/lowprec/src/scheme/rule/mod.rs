@@ -118,6 +118,10 @@ pub(crate) struct ScaleRounder {
     pub min_normal: f64,
     /// Magnitudes of the codes `0 ..= max_mag`, ascending (formats of at most 8 bits).
     table: Vec<f64>,
+    /// The element step's branch-free rounding ([`crate::block::fused::Elem`]) for the
+    /// signed formats of at most 8 bits with a significand bit that it takes (E4M3, E5M2,
+    /// …): the table search's results without its unpredictable branches.
+    fused: Option<crate::block::fused::Elem<f64>>,
 }
 
 impl ScaleRounder {
@@ -128,11 +132,17 @@ impl ScaleRounder {
         } else {
             Vec::new()
         };
+        let fused = if sf.bits() <= 8 && sf.man_bits() >= 1 {
+            crate::block::fused::Elem::new(sf)
+        } else {
+            None
+        };
         ScaleRounder {
             sf: *sf,
             max: sf.max_finite(),
             min_normal: sf.min_normal(),
             table,
+            fused,
         }
     }
 
@@ -149,6 +159,16 @@ impl ScaleRounder {
         if self.table.is_empty() {
             return amax::round_scale(&self.sf, v);
         }
+        if let Some(e) = &self.fused {
+            let (c, r, _) = e.round(v);
+            return (c, r);
+        }
+        self.round_table(v)
+    }
+
+    /// [`ScaleRounder::round`] by a search of the table of magnitudes (formats of at most 8
+    /// bits).
+    fn round_table(&self, v: f64) -> (u8, f64) {
         let t = &self.table;
         // the first magnitude ≥ v
         let i = t.partition_point(|&m| m < v);
@@ -172,5 +192,61 @@ impl ScaleRounder {
             }
         };
         (c as u8, t[c])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ScaleRounder;
+    use crate::{FloatFormat, Overflow, RoundOptions};
+
+    /// Every scale format of at most 8 bits: the rounding (fast or by the table) equals the
+    /// table search and the core's encoding (nearest even, saturating) on every magnitude,
+    /// every midpoint, their binary64 neighbours, and beyond both ends of the range.
+    #[test]
+    fn scale_rounding_is_the_cores_on_every_midpoint() {
+        let sat = RoundOptions::default().overflow(Overflow::Saturate);
+        assert!(ScaleRounder::new(&FloatFormat::FP8_E4M3).fused.is_some());
+        for name in [
+            "e4m3",
+            "ue4m3",
+            "e5m2",
+            "fp8-e4m3",
+            "fp8-e5m2",
+            "ue8m0",
+            "e8m0",
+            "e3m4",
+            "e2m5",
+            "fp6-e3m2",
+            "fp6-e2m3",
+            "fp4-e2m1",
+            "e4m3:fnuz",
+            "e5m2:fnuz",
+            "e3m2",
+            "e2m1",
+        ] {
+            let Ok(sf) = name.parse::<FloatFormat>() else {
+                continue;
+            };
+            let sr = ScaleRounder::new(&sf);
+            let t = sr.table.clone();
+            let mut probes = vec![0.0, sr.max * 4.0, f64::MIN_POSITIVE, 1e-300];
+            for w in t.windows(2) {
+                let mid = (w[0] + w[1]) / 2.0;
+                for v in [w[0], w[1], mid] {
+                    probes.extend([v, v.next_up(), v.next_down().max(0.0)]);
+                }
+            }
+            for v in probes {
+                let got = sr.round(v);
+                assert_eq!(got, sr.round_table(v), "{name}: {v:e}");
+                if !sf.has_zero() {
+                    continue; // (E8M0: the rules clamp below its smallest power)
+                }
+                let want = sf.encode(v, &sat).unwrap();
+                assert_eq!(got.0 as u64, want, "{name}: {v:e}");
+                assert_eq!(got.1, sf.decode(want), "{name}: {v:e}");
+            }
+        }
     }
 }
