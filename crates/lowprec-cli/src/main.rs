@@ -32,6 +32,11 @@ or written as [u]e<E>m<M>[b<BIAS>][:ieee|fn|fnuz|none][:nozero], e.g. e4m3b7:fn 
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Memory budget for buffers sized by options such as --n, --rows, --m/--n/--k or
+    /// --points (bytes, or with K/M/G/T; default half of this machine's memory): a request
+    /// above it is refused before anything is allocated.
+    #[arg(long, global = true, value_parser = cmd::parse_bytes)]
+    max_memory: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -73,6 +78,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cmd::set_memory_budget(cli.max_memory);
     let result = match cli.command {
         Command::Report(a) => cmd::report::run(&a),
         Command::Quantize(a) => cmd::quantize::run(&a),

@@ -416,3 +416,88 @@ fn closed_pipes_and_full_disks_are_not_panics() {
         );
     }
 }
+
+/// Sizes from the command line are checked before anything is allocated: above the memory
+/// budget (`--max-memory`, default half of the machine's memory) or beyond 64 bits, zero
+/// where zero means nothing, and ranges that would wrap: one line naming the option, exit 2.
+#[test]
+fn sizes_from_the_command_line_are_checked_first() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "accumulate",
+                "--n",
+                "100000",
+                "--rows",
+                "64",
+                "--max-memory",
+                "1M",
+            ],
+            "--n 100000 × --rows 64 needs 146.5 MiB of memory, above the budget of 1.0 MiB",
+        ),
+        (
+            &[
+                "accumulate",
+                "--n",
+                "18446744073709551615",
+                "--rows",
+                "18446744073709551615",
+            ],
+            "--n 18446744073709551615 × --rows 18446744073709551615 needs",
+        ),
+        (
+            &["gemm", "--m", "100000", "--n", "100000", "--k", "8"],
+            "--m 100000 --k 8 --n 100000 needs",
+        ),
+        (
+            &[
+                "plot", "--max-n", "16777216", "--rows", "1000000", "-o", "x.svg",
+            ],
+            "--max-n 16777216 × --rows 1000000 needs",
+        ),
+        (
+            &["bench", "--n", "1099511627776"],
+            "--n 1099511627776 needs",
+        ),
+        (
+            &["soliton", "--points", "100000000000000"],
+            "--points 100000000000000 needs",
+        ),
+        (&["bench", "--n", "0"], "--n and --reps must be at least 1"),
+        (
+            &["bench", "--reps", "0"],
+            "--n and --reps must be at least 1",
+        ),
+        (&["verify", "--count", "0"], "--count must be at least 1"),
+        (
+            &["verify", "--start", "18446744073709551615", "--count", "5"],
+            "--start 18446744073709551615 + --count 5 exceeds the 2^32 binary32 bit patterns",
+        ),
+        (
+            &["formats", "--max-memory", "4X"],
+            "use bytes or a K, M, G or T suffix",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(
+            !err.contains("panicked") && out.stdout.is_empty(),
+            "{args:?}: {err}"
+        );
+        assert!(!Path::new("x.svg").exists());
+    }
+    // within the budget the same command runs
+    let ok = run(&[
+        "accumulate",
+        "--n",
+        "1000",
+        "--rows",
+        "2",
+        "--max-memory",
+        "1M",
+    ]);
+    assert_eq!(ok.status.code(), Some(0));
+}

@@ -274,6 +274,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             if a.n == 0 || a.rows == 0 {
                 bail!("--n and --rows must be at least 1");
             }
+            // the samples, their exact sums and one working copy, binary64
+            super::check_memory(
+                &format!("--n {} × --rows {}", a.n, a.rows),
+                a.n as u128 * a.rows as u128,
+                24,
+            )?;
             let x = samples(a.dist, a.rows * a.n, a.data_seed);
             let rows = if a.rows == 1 {
                 "1 row".to_string()

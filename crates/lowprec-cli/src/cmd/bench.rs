@@ -262,7 +262,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .map(|s| super::format(s))
             .collect::<Result<_>>()?
     };
-    let n = a.n.max(1);
+    if a.n == 0 || a.reps == 0 {
+        anyhow::bail!("--n and --reps must be at least 1");
+    }
+    // the inputs (binary32, binary64) and every output buffer
+    super::check_memory(&format!("--n {}", a.n), a.n as u128, 39)?;
+    let n = a.n;
     let x32 = super::normal_samples(n, 0x1234_5678);
     let mut b = Bufs {
         x64: x32.iter().map(|&v| v as f64).collect(),

@@ -114,6 +114,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     if a.m == 0 || a.n == 0 || a.k == 0 {
         bail!("--m, --n and --k must be at least 1");
     }
+    // A, B and C in binary64, with a rounded and an exact copy of each
+    let (m, n, k) = (a.m as u128, a.n as u128, a.k as u128);
+    super::check_memory(
+        &format!("--m {} --k {} --n {}", a.m, a.k, a.n),
+        m * k + k * n + m * n,
+        24,
+    )?;
     if a.m.saturating_mul(a.n).saturating_mul(a.k) > 1 << 36 {
         bail!(
             "m·n·k = {} is beyond this simulator's 2^36; use smaller matrices",

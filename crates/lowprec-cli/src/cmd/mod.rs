@@ -70,6 +70,81 @@ pub fn flush_stdout() -> Result<()> {
         .map_err(|e| anyhow::Error::new(StdoutError(e)))
 }
 
+/// The memory budget for buffers sized by command-line options (`--max-memory`), in bytes;
+/// 0 until `main` sets it.
+static MEMORY_BUDGET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Set the budget: `max` bytes, or half of this machine's memory (`MemTotal` of
+/// `/proc/meminfo`; 8 GiB where it cannot be read).
+pub fn set_memory_budget(max: Option<u64>) {
+    let b = max.unwrap_or_else(|| {
+        std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                let line = m.lines().find(|l| l.starts_with("MemTotal:"))?;
+                let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+                Some(kib.saturating_mul(1024) / 2)
+            })
+            .unwrap_or(8 << 30)
+    });
+    MEMORY_BUDGET.store(b, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// `--max-memory`'s value: bytes, or with a suffix `K`, `M`, `G`, `T` (powers of 1024).
+pub fn parse_bytes(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => bail!("--max-memory {s}: use bytes or a K, M, G or T suffix, e.g. 4G"),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let v: u64 = num.parse().map_err(|_| {
+        anyhow::anyhow!("--max-memory {s}: use bytes or a K, M, G or T suffix, e.g. 4G")
+    })?;
+    v.checked_mul(1u64 << shift)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| anyhow::anyhow!("--max-memory {s}: must be between 1 byte and 2^64"))
+}
+
+/// `b` bytes for people: `1.5 GiB`.
+fn human(b: u128) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB"];
+    let (mut v, mut u) = (b as f64, 0);
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{b} B")
+    } else {
+        format!("{v:.1} {}", units[u])
+    }
+}
+
+/// Refuse, before any allocation, buffers of `elements × bytes_each` bytes that exceed the
+/// memory budget (the arithmetic in 128 bits, so that it cannot wrap); `what` names the
+/// options that asked for them, e.g. `--n 1000000 × --rows 64`.
+pub fn check_memory(what: &str, elements: u128, bytes_each: u128) -> Result<()> {
+    let need = elements.saturating_mul(bytes_each);
+    let budget = MEMORY_BUDGET.load(std::sync::atomic::Ordering::Relaxed);
+    if budget > 0 && need > budget as u128 {
+        bail!(
+            "{what} needs {} of memory, above the budget of {}: ask for less, or raise it with --max-memory",
+            human(need),
+            human(budget as u128)
+        );
+    }
+    Ok(())
+}
+
 /// Rounding options shared by `encode` and `round`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RoundArgs {

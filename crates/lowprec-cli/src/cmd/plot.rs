@@ -70,6 +70,11 @@ pub fn curves(a: &Args) -> Result<Vec<Curve>> {
     if a.max_n < 4 || a.rows == 0 {
         bail!("--max-n must be at least 4 and --rows at least 1");
     }
+    super::check_memory(
+        &format!("--max-n {} × --rows {}", a.max_n, a.rows),
+        a.max_n as u128 * a.rows as u128,
+        24,
+    )?;
     if a.max_n > 1 << 24 {
         bail!(
             "--max-n {} is more than 2^24 terms; give a smaller one",

@@ -44,6 +44,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     if a.steps == 0 || a.points < 2 {
         bail!("--steps must be at least 1 and --points at least 2");
     }
+    // the grids of the three runs: a few complex arrays of --points each
+    super::check_memory(&format!("--points {}", a.points), a.points as u128, 256)?;
     if let Some(p) = a.amplitude.iter().find(|p| !(p.is_finite() && **p > 0.0)) {
         bail!("--amplitude {p} is not a positive finite number; give e.g. 1e-20 or 1e20");
     }

@@ -74,8 +74,18 @@ fn check_block(f: &FloatFormat, o: &RoundOptions, start: u64, len: u64) -> (u64,
 
 /// Run `lowprec verify`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    if a.start + a.count > 1u64 << 32 {
-        bail!("--start + --count exceeds the 2^32 binary32 bit patterns");
+    if a.count == 0 {
+        bail!("--count must be at least 1");
+    }
+    if a.start
+        .checked_add(a.count)
+        .is_none_or(|end| end > 1u64 << 32)
+    {
+        bail!(
+            "--start {} + --count {} exceeds the 2^32 binary32 bit patterns; give a range within them",
+            a.start,
+            a.count
+        );
     }
     let overflow = lowprec::Overflow::parse(&a.overflow)?;
     let mut total_bad = 0;
