@@ -948,3 +948,79 @@ fn float16_and_bfloat16_outputs_are_rounded_once() {
         );
     }
 }
+
+/// Outputs are written safely: a symbolic link, a device or a directory as the target is
+/// refused (the link and the device stay what they were); two outputs naming one file are
+/// refused; a command with several outputs writes all of them or none (a later output that
+/// cannot be written leaves no earlier one behind); a file name of 250 bytes works (the
+/// temporary name does not grow with it).
+#[test]
+fn outputs_are_written_safely() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let x = d.join("x.npy");
+    common::write_npy(
+        &x,
+        vec![4, 64],
+        Data::F32((0..256).map(|i| i as f32 * 0.01 - 1.0).collect()),
+    );
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let link = d.join("link.npy");
+    std::os::unix::fs::symlink(d.join("elsewhere.npy"), &link).unwrap();
+    let q = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["quantize", &s(&x), "-s", "mxfp4"]
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        v.extend(extra.iter().map(|a| a.to_string()));
+        v
+    };
+    let args = q(&["-o", &s(&link)]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    common::fails(
+        &refs,
+        &[&d.join("elsewhere.npy")],
+        "is a symbolic link, not a regular file",
+    );
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let args = q(&["-o", "/dev/null"]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    common::fails(
+        &refs,
+        &[],
+        "is a device, FIFO or socket, not a regular file",
+    );
+    assert!(!std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_file());
+    let args = q(&["-o", &s(d)]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    common::fails(&refs, &[], "is a directory, not a regular file");
+    let y = d.join("y.npy");
+    let args = q(&["-o", &s(&y), "--scales", &s(&y)]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    common::fails(&refs, &[&y], "two outputs name one file");
+    let args = q(&[
+        "-o",
+        &s(&y),
+        "--scales",
+        &s(&d.join("no/such/folder/s.npy")),
+    ]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    common::fails(&refs, &[&y], "cannot write");
+    let long = d.join(format!("{}.npy", "a".repeat(246)));
+    let args = q(&["-o", &s(&long)]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = common::run(&refs);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(long.exists());
+}

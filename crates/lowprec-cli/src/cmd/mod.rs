@@ -177,19 +177,11 @@ pub fn format(name: &str) -> Result<FloatFormat> {
     Ok(FloatFormat::parse(name)?)
 }
 
-/// Refuse an output path that is the input (or the same file by another name).
+/// Refuse an output path that is the input (or the same file by another name), or that is
+/// not a place for a regular file ([`lowprec::io::check_target`]).
 pub fn check_output(input: &Path, output: &Path) -> Result<()> {
-    let canon = |p: &Path| -> Option<PathBuf> {
-        if let Ok(c) = p.canonicalize() {
-            return Some(c);
-        }
-        let parent = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
-            _ => std::env::current_dir().ok()?,
-        };
-        Some(parent.join(p.file_name()?))
-    };
-    if let (Some(a), Some(b)) = (canon(input), canon(output)) {
+    lowprec::io::check_target(output)?;
+    if let (Some(a), Some(b)) = (canonical(input), canonical(output)) {
         if a == b {
             bail!(
                 "the output {} is the input file; write to another path (inputs are never overwritten)",
@@ -198,6 +190,33 @@ pub fn check_output(input: &Path, output: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// [`check_output`] for every output of a command, and no two outputs naming one file.
+pub fn check_outputs(input: &Path, outputs: &[&Path]) -> Result<()> {
+    for (i, o) in outputs.iter().enumerate() {
+        check_output(input, o)?;
+        if let Some(p) = outputs[..i].iter().find(|p| canonical(p) == canonical(o)) {
+            bail!(
+                "two outputs name one file ({} and {}); give each output its own path",
+                p.display(),
+                o.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `p` made absolute with its folder resolved (the file itself need not exist).
+fn canonical(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Some(c);
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    Some(parent.join(p.file_name()?))
 }
 
 /// Read a `.npy` file with context.

@@ -1,7 +1,7 @@
 //! `lowprec quantize`: a `.npy` array or every weight of a `.safetensors` file through a
 //! scheme; dequantized values, codes, scales and packed bytes out.
 
-use super::{check_output, read_npy};
+use super::{check_output, check_outputs, read_npy};
 use anyhow::{bail, Context, Result};
 use lowprec::io::npy::{self, Array, Data};
 use lowprec::scheme::{Scales, Scheme};
@@ -191,15 +191,21 @@ fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
             raw = Some((p.clone(), bytes));
         }
     }
-    for (p, _) in &outs {
-        check_output(&a.input, p)?;
+    let mut paths: Vec<&Path> = outs.iter().map(|(p, _)| p.as_path()).collect();
+    if let Some((p, _)) = &raw {
+        paths.push(p);
     }
+    check_outputs(&a.input, &paths)?;
+    // every output complete in its temporary file before any is renamed: all or nothing
+    let mut staged = Vec::new();
     for (p, arr) in &outs {
-        npy::write(p, arr)?;
+        staged.push(npy::stage(p, arr)?);
     }
     if let Some((p, bytes)) = raw {
-        check_output(&a.input, &p)?;
-        lowprec::io::write_atomic(&p, |w| w.write_all(&bytes))?;
+        staged.push(lowprec::io::stage(&p, |w| w.write_all(&bytes))?);
+    }
+    for s in staged {
+        s.commit()?;
     }
     eprintln!("{line}");
     Ok(())

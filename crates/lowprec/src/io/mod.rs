@@ -16,41 +16,137 @@ use std::path::{Path, PathBuf};
 
 /// Write `path` through `fill`, atomically: the bytes go to a temporary file beside it,
 /// which is renamed to `path` only after `fill` succeeded and the data is flushed. On any
-/// error the temporary file is removed and `path` is untouched.
+/// error the temporary file is removed and `path` is untouched. ([`stage`] then
+/// [`Staged::commit`].)
 ///
 /// # Errors
 ///
-/// [`Error::BadFile`] naming the path when the folder is not writable or `fill` fails.
+/// [`Error::BadFile`] naming the path when it is not a place for a regular file (see
+/// [`stage`]), the folder is not writable or `fill` fails.
 pub fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
+    stage(path, fill)?.commit()
+}
+
+/// A complete output waiting in its temporary file for [`Staged::commit`]; dropped
+/// uncommitted, the temporary file is removed and the target never changes. A command with
+/// several outputs stages them all, then commits them all: a failure before the commits
+/// leaves nothing.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: PathBuf,
+    path: PathBuf,
+    done: bool,
+}
+
+impl Staged {
+    /// Rename the temporary file over the target.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadFile`] when the rename fails (the temporary file is then removed).
+    pub fn commit(mut self) -> Result<()> {
+        let r = fs::rename(&self.tmp, &self.path);
+        self.done = r.is_ok();
+        r.map_err(|e| Error::BadFile(format!("cannot write {}: {e}", self.path.display())))
+    }
+
+    /// The target.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Check that `path` can take a regular file: absent, or an existing regular file. A
+/// symbolic link (which a rename would replace), a device (as root, `-o /dev/null` would
+/// become a file), a FIFO, a socket or a directory is refused.
+///
+/// # Errors
+///
+/// [`Error::BadFile`] naming the path and what it is.
+pub fn check_target(path: &Path) -> Result<()> {
+    let Ok(m) = fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let t = m.file_type();
+    let what = if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        return Ok(());
+    } else {
+        "a device, FIFO or socket"
+    };
+    Err(Error::BadFile(format!(
+        "the output {} is {what}, not a regular file; give the path of a regular file",
+        path.display()
+    )))
+}
+
+/// Write `fill`'s bytes to a new temporary file beside `path` (a short name,
+/// `.lowprec-PID-N.tmp`, created exclusively), flushed to disk, for [`Staged::commit`].
+///
+/// # Errors
+///
+/// [`Error::BadFile`] naming the path when it is not a place for a regular file
+/// ([`check_target`]), the folder is not writable or `fill` fails; nothing is left behind.
+pub fn stage(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<Staged> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    check_target(path)?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::BadFile(format!("{}: not a file path", path.display())))?;
+    if path.file_name().is_none() {
+        return Err(Error::BadFile(format!(
+            "{}: not a file path",
+            path.display()
+        )));
+    }
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
+        ".lowprec-{}-{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
+    let mut staged = Staged {
+        tmp,
+        path: path.to_path_buf(),
+        done: false,
+    };
     let result = (|| -> std::io::Result<()> {
-        let file = fs::File::create(&tmp)?;
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&staged.tmp)?;
         let mut w = BufWriter::with_capacity(1 << 20, file);
         fill(&mut w)?;
         let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)
+        file.sync_all()
     })();
     if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
+        // (an exclusive create that failed made no file: keep a stranger's)
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            staged.done = true;
+        }
         return Err(Error::BadFile(format!(
             "cannot write {}: {e}",
             path.display()
         )));
     }
-    Ok(())
+    Ok(staged)
 }

@@ -351,8 +351,18 @@ pub fn to_bytes(a: &Array) -> Vec<u8> {
 ///
 /// [`Error::BadFile`] when the file cannot be written; `path` is then untouched.
 pub fn write(path: &Path, a: &Array) -> Result<()> {
+    stage(path, a)?.commit()
+}
+
+/// Write `a` into a temporary file for `path`, to be committed with the command's other
+/// outputs ([`crate::io::stage`]).
+///
+/// # Errors
+///
+/// As [`write`].
+pub fn stage(path: &Path, a: &Array) -> Result<super::Staged> {
     let header = header_bytes(a);
-    super::write_atomic(path, |w| {
+    super::stage(path, |w| {
         w.write_all(&header)?;
         write_data(w, &a.data)
     })
