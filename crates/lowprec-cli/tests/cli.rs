@@ -501,3 +501,100 @@ fn sizes_from_the_command_line_are_checked_first() {
     ]);
     assert_eq!(ok.status.code(), Some(0));
 }
+
+/// Hostile inputs: a FIFO is refused before it is opened (no hang), a `.npy` header with a
+/// key twice is refused, a format bias near `i32::MIN` is refused without wrapping; a BOOL
+/// tensor in a safetensors file is carried along (the report skips it, quantize copies it).
+#[test]
+fn hostile_inputs_are_refused_and_odd_dtypes_carried() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let fifo = d.join("f.npy");
+    if std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|st| st.success())
+    {
+        fails_all(&["report", &s(&fifo)], &[], "not a regular file");
+    }
+    let hdr = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'shape': (4,), }";
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    let padded = format!("{hdr:<117}\n");
+    bytes.extend((padded.len() as u16).to_le_bytes());
+    bytes.extend(padded.as_bytes());
+    bytes.extend([0u8; 16]);
+    let dup = d.join("dup.npy");
+    std::fs::write(&dup, &bytes).unwrap();
+    fails_all(&["report", &s(&dup)], &[], "'shape' appears twice");
+    fails_all(
+        &["info", "e4m3b-2147483648"],
+        &[],
+        "bias -2147483648 puts the exponents outside",
+    );
+    fails_all(
+        &["encode", "e4m3b2147483647", "1"],
+        &[],
+        "bias 2147483647 puts the exponents outside",
+    );
+    // a float tensor and a BOOL mask
+    let header = r#"{"w":{"dtype":"F32","shape":[2,32],"data_offsets":[0,256]},"mask":{"dtype":"BOOL","shape":[2,2],"data_offsets":[256,260]}}"#;
+    let mut st = (header.len() as u64).to_le_bytes().to_vec();
+    st.extend(header.as_bytes());
+    for i in 0..64 {
+        st.extend((i as f32 * 0.1 - 3.0).to_le_bytes());
+    }
+    st.extend([1u8, 0, 0, 1]);
+    let model = d.join("m.safetensors");
+    std::fs::write(&model, &st).unwrap();
+    let out = run(&["report", &s(&model), "-s", "mxfp4", "--summary"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("(64 elements)"));
+    let q = d.join("q.safetensors");
+    let out = run(&["quantize", &s(&model), "-s", "mxfp4", "-o", &s(&q)]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("1 tensors quantized with mx:fp4-e2m1, 1 copied"));
+}
+
+/// Honest statistics on degenerate data: an all-NaN tensor prints `n/a`, never an exact 0;
+/// values near the top of binary64 and values every scheme flushes give finite figures
+/// (relative error 1 when everything is lost), not NaN and not 0.
+#[test]
+fn degenerate_tensors_get_honest_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let figures = |name: &str, v: f64| -> Vec<String> {
+        let p = dir.path().join(format!("{name}.npy"));
+        write(&p, vec![4, 64], Data::F64(vec![v; 256]));
+        let out = run(&["report", p.to_str().unwrap(), "-s", "mxfp4", "--summary"]);
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let line = text.lines().last().unwrap().to_string();
+        line.split_whitespace().map(String::from).collect()
+    };
+    // (all) mxfp4 bits rel SQNR max saturated flushed
+    let nan = figures("nan", f64::NAN);
+    assert_eq!(&nan[3..6], ["n/a", "n/a", "n/a"], "{nan:?}");
+    let big = figures("big", 1e200);
+    assert_eq!(
+        (big[3].as_str(), big[6].as_str()),
+        ("1.000e0", "100.000%"),
+        "{big:?}"
+    );
+    let tiny = figures("tiny", 1e-170);
+    assert_eq!(
+        (tiny[3].as_str(), tiny[7].as_str()),
+        ("1.000e0", "100.000%"),
+        "{tiny:?}"
+    );
+}

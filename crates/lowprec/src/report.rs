@@ -499,7 +499,8 @@ pub fn totals(rows: &[Row], schemes: &[(String, Scheme)]) -> Vec<Row> {
                 rs.iter()
                     .fold(ErrorStats::default(), |a, r| a.merge(&r.stats)),
             );
-            t.bits_per_element = rs.iter().map(|r| r.bits_total).sum::<f64>() / n.max(1) as f64;
+            // (a fold from +0: an empty sum of f64 is −0, which would print as "-0.000")
+            t.bits_per_element = rs.iter().fold(0.0, |a, r| a + r.bits_total) / n.max(1) as f64;
             t.saturated = rs.iter().map(|r| r.saturated).sum();
             t.flushed = rs.iter().map(|r| r.flushed).sum();
             t.saturated_share = t.saturated as f64 / n.max(1) as f64;

@@ -142,6 +142,16 @@ fn fmt_pct(v: f64) -> String {
     }
 }
 
+/// A figure as printed: `n/a` where it is NaN (nothing was compared: every reference NaN
+/// or ±Inf), else `text`.
+fn na(text: String, v: f64) -> String {
+    if v.is_nan() {
+        "n/a".to_string()
+    } else {
+        text
+    }
+}
+
 /// Run `lowprec report`.
 pub fn run(a: &Args) -> Result<ExitCode> {
     let names: Vec<String> = if a.schemes.is_empty() {
@@ -219,16 +229,17 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                         shape,
                         r.scheme.clone(),
                         format!("{:.3}", r.bits_per_element),
-                        format!("{:.3e}", r.rel_error),
-                        format!("{:.2}", r.sqnr_db),
-                        format!("{:.3e}", r.max_abs_error),
+                        na(format!("{:.3e}", r.rel_error), r.rel_error),
+                        na(format!("{:.2}", r.sqnr_db), r.sqnr_db),
+                        na(format!("{:.3e}", r.max_abs_error), r.max_abs_error),
                         fmt_pct(r.saturated_share),
                         fmt_pct(r.flushed_share),
                     ];
                     if a.wide {
-                        cells.push(format!("{:.6}", r.cosine));
+                        cells.push(na(format!("{:.6}", r.cosine), r.cosine));
                         cells.extend(
-                            [r.rmse, r.nmse, r.p50, r.p99, r.p999].map(|v| format!("{v:.3e}")),
+                            [r.rmse, r.nmse, r.p50, r.p99, r.p999]
+                                .map(|v| na(format!("{v:.3e}"), v)),
                         );
                     }
                     t.row(cells)

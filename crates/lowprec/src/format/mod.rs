@@ -164,6 +164,12 @@ impl FloatFormat {
                 specials.name()
             ));
         }
+        // (checked first, so that the exponent arithmetic below cannot wrap)
+        if !(-4096..=4096).contains(&bias) {
+            return bad(format!(
+                "bias {bias} puts the exponents outside binary64's [-1022, 1023]; give a bias within ±1100"
+            ));
+        }
         let f = FloatFormat {
             exp_bits: exp_bits as u8,
             man_bits: man_bits as u8,

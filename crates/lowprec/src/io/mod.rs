@@ -30,6 +30,29 @@ pub fn write_atomic(
     stage(path, fill)?.commit()
 }
 
+/// Check that `path` names a regular file (through symbolic links) before it is opened: a
+/// FIFO would block the open until something writes to it, a device could be endless.
+///
+/// # Errors
+///
+/// [`Error::BadFile`] naming the path and what it is (or why it cannot be read).
+pub fn check_source(path: &Path) -> Result<()> {
+    let m = fs::metadata(path)
+        .map_err(|e| Error::BadFile(format!("cannot read {}: {e}", path.display())))?;
+    if m.is_file() {
+        return Ok(());
+    }
+    let what = if m.is_dir() {
+        "a directory"
+    } else {
+        "a device, FIFO or socket"
+    };
+    Err(Error::BadFile(format!(
+        "cannot read {}: it is {what}, not a regular file; give a .npy or .safetensors file",
+        path.display()
+    )))
+}
+
 /// A complete output waiting in its temporary file for [`Staged::commit`]; dropped
 /// uncommitted, the temporary file is removed and the target never changes. A command with
 /// several outputs stages them all, then commits them all: a failure before the commits

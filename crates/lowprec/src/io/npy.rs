@@ -119,6 +119,11 @@ fn header_field<'a>(header: &'a str, key: &str) -> Result<&'a str> {
     let at = header
         .find(&pat)
         .ok_or_else(|| bad(format!("malformed .npy header: no '{key}' entry")))?;
+    if header[at + pat.len()..].contains(&pat) {
+        return Err(bad(format!(
+            "malformed .npy header: '{key}' appears twice; save the array again with numpy"
+        )));
+    }
     let rest = header[at + pat.len()..].trim_start();
     let rest = rest
         .strip_prefix(':')
@@ -268,6 +273,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
 ///
 /// [`Error::BadFile`] naming the path when it cannot be read, else as [`from_bytes`].
 pub fn read(path: &Path) -> Result<Array> {
+    super::check_source(path)?;
     let bytes =
         std::fs::read(path).map_err(|e| bad(format!("cannot read {}: {e}", path.display())))?;
     from_bytes(&bytes).map_err(|e| match e {

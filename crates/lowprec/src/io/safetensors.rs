@@ -89,11 +89,15 @@ pub enum Dtype {
     U32,
     /// unsigned 64-bit integer (`"U64"`), kept as raw bytes.
     U64,
+    /// signed 16-bit integer (`"I16"`), kept as raw bytes.
+    I16,
+    /// boolean, one byte each (`"BOOL"`; attention masks and the like), kept as raw bytes.
+    Bool,
 }
 
 impl Dtype {
     /// Every supported dtype, floats first.
-    pub const ALL: [Dtype; 11] = [
+    pub const ALL: [Dtype; 13] = [
         Dtype::F32,
         Dtype::F16,
         Dtype::BF16,
@@ -105,6 +109,8 @@ impl Dtype {
         Dtype::I64,
         Dtype::U32,
         Dtype::U64,
+        Dtype::I16,
+        Dtype::Bool,
     ];
 
     /// The name used in the header (`"F32"`, `"BF16"`, …).
@@ -121,14 +127,16 @@ impl Dtype {
             Dtype::I64 => "I64",
             Dtype::U32 => "U32",
             Dtype::U64 => "U64",
+            Dtype::I16 => "I16",
+            Dtype::Bool => "BOOL",
         }
     }
 
     /// The size of one element in bytes.
     pub fn size(self) -> usize {
         match self {
-            Dtype::U8 | Dtype::I8 => 1,
-            Dtype::F16 | Dtype::BF16 | Dtype::U16 => 2,
+            Dtype::U8 | Dtype::I8 | Dtype::Bool => 1,
+            Dtype::F16 | Dtype::BF16 | Dtype::U16 | Dtype::I16 => 2,
             Dtype::F32 | Dtype::I32 | Dtype::U32 => 4,
             Dtype::F64 | Dtype::I64 | Dtype::U64 => 8,
         }
@@ -421,6 +429,7 @@ fn at_path(path: &Path) -> impl Fn(Error) -> Error + '_ {
 /// problem [`from_bytes`] refuses.
 pub fn open(path: &Path) -> Result<SafeTensors> {
     let cannot = |e: std::io::Error| bad(format!("cannot read {}: {e}", path.display()));
+    super::check_source(path)?;
     let file = File::open(path).map_err(cannot)?;
     let meta = file.metadata().map_err(cannot)?;
     if !meta.is_file() {
