@@ -424,30 +424,27 @@ fn row_of<I: Float>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str, basis: Ba
             Ok((inner.apply(&xr, &t.shape)?, exact))
         });
         match res {
-            Ok((q, exact)) => {
-                row.fill(ErrorStats::of(&q.values, &exact));
-                row.saturated = q.counts.saturated;
-                row.flushed = q.counts.flushed;
-                row.saturated_share = q.counts.saturated as f64 / n.max(1) as f64;
-                row.flushed_share = q.counts.flushed as f64 / n.max(1) as f64;
-                row.nan = q.counts.nan;
-            }
+            Ok((q, exact)) => record(&mut row, &q, &exact),
             Err(e) => row.error = Some(e.to_string()),
         }
         return row;
     }
     match scheme.apply(x, &t.shape) {
-        Ok(q) => {
-            row.fill(ErrorStats::of(&q.values, x));
-            row.saturated = q.counts.saturated;
-            row.flushed = q.counts.flushed;
-            row.saturated_share = q.counts.saturated as f64 / n.max(1) as f64;
-            row.flushed_share = q.counts.flushed as f64 / n.max(1) as f64;
-            row.nan = q.counts.nan;
-        }
+        Ok(q) => record(&mut row, &q, x),
         Err(e) => row.error = Some(e.to_string()),
     }
     row
+}
+
+/// Fill `row` with the statistics of `q` against `reference` and its counts.
+fn record<I: Float>(row: &mut Row, q: &crate::scheme::Quantized<I>, reference: &[I]) {
+    let n = reference.len().max(1) as f64;
+    row.fill(ErrorStats::of(&q.values, reference));
+    row.saturated = q.counts.saturated;
+    row.flushed = q.counts.flushed;
+    row.saturated_share = q.counts.saturated as f64 / n;
+    row.flushed_share = q.counts.flushed as f64 / n;
+    row.nan = q.counts.nan;
 }
 
 /// Every tensor through every scheme, in parallel, tensor-major (the rows of tensor 0

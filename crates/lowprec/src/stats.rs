@@ -742,6 +742,14 @@ mod tests {
         (zeros, bins)
     }
 
+    /// The histogram's nonzero bins: bin → count.
+    fn nonzero_bins(s: &ErrorStats) -> std::collections::BTreeMap<u32, u64> {
+        (s.hist.counts.iter().enumerate())
+            .filter(|(_, &c)| c != 0)
+            .map(|(i, &c)| (s.hist.lo + i as u32, c))
+            .collect()
+    }
+
     #[test]
     fn one_pass_equals_the_definition_at_every_instruction_level() {
         use crate::simd::{set_max_level, Level};
@@ -783,14 +791,7 @@ mod tests {
         assert!(all.iter().all(|s| *s == all[0]));
         let s = &all[0];
         let (zeros, bins) = direct_bins(&q, &x);
-        let got: std::collections::BTreeMap<u32, u64> = s
-            .hist
-            .counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c != 0)
-            .map(|(i, &c)| (s.hist.lo + i as u32, c))
-            .collect();
+        let got = nonzero_bins(s);
         assert_eq!((s.hist.zeros, &got), (zeros, &bins));
         let left_out = x.iter().filter(|v| !v.is_finite()).count() as u64;
         assert_eq!(s.nonfinite_ref, left_out);
@@ -807,14 +808,7 @@ mod tests {
         let q = [1e300, 0.0, 0.0, 0.0];
         let s = ErrorStats::of(&q, &x);
         assert_eq!(s.max_abs(), 3e-310);
-        let got: std::collections::BTreeMap<u32, u64> = s
-            .hist
-            .counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c != 0)
-            .map(|(i, &c)| (s.hist.lo + i as u32, c))
-            .collect();
+        let got = nonzero_bins(&s);
         assert_eq!((s.hist.zeros, got), direct_bins(&q, &x));
     }
 }

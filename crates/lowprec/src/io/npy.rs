@@ -365,7 +365,7 @@ pub fn write(path: &Path, a: &Array) -> Result<()> {
 ///
 /// # Errors
 ///
-/// As [`write`].
+/// As [`write()`].
 pub fn stage(path: &Path, a: &Array) -> Result<super::Staged> {
     let header = header_bytes(a);
     super::stage(path, |w| {

@@ -154,6 +154,23 @@ pub struct Encoded {
     pub tensor_scale: Option<f32>,
 }
 
+impl Encoded {
+    /// The outputs as slices: scale codes (formats of at most 8 bits), scale values (wider
+    /// formats) and zero points; empty where the scheme has none.
+    fn slices_mut(&mut self) -> (&mut [u8], &mut [f64], &mut [f64]) {
+        let (sc, sv): (&mut [u8], &mut [f64]) = match &mut self.scales {
+            Scales::None => (&mut [], &mut []),
+            Scales::Codes(c) => (c, &mut []),
+            Scales::Values(v) => (&mut [], v),
+        };
+        let zs: &mut [f64] = match &mut self.zeros {
+            Some(z) => z,
+            None => &mut [],
+        };
+        (sc, sv, zs)
+    }
+}
+
 /// A quantized tensor: values, codes, scales, and what happened.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Quantized<O> {
@@ -498,15 +515,7 @@ impl Scheme {
         self.check_nan_cast(x)?;
         let grid = self.grid(shape)?;
         let ctx = generic::Ctx::new(self, x, grid, specialised, tensor_amax)?;
-        let (sc, sv): (&mut [u8], &mut [f64]) = match &mut enc.scales {
-            Scales::None => (&mut [], &mut []),
-            Scales::Codes(c) => (c, &mut []),
-            Scales::Values(v) => (&mut [], v),
-        };
-        let zeros: &mut [f64] = match &mut enc.zeros {
-            Some(z) => z,
-            None => &mut [],
-        };
+        let (sc, sv, zeros) = enc.slices_mut();
         let mut counts = if ctx.refused() {
             Counts::default()
         } else {
@@ -817,15 +826,7 @@ impl Scheme {
                 .collect()
         };
         let nsc = enc.scales.len();
-        let (sc, sv): (&mut [u8], &mut [f64]) = match &mut enc.scales {
-            Scales::None => (&mut [], &mut []),
-            Scales::Codes(c) => (c, &mut []),
-            Scales::Values(v) => (&mut [], v),
-        };
-        let zs: &mut [f64] = match &mut enc.zeros {
-            Some(z) => z,
-            None => &mut [],
-        };
+        let (sc, sv, zs) = enc.slices_mut();
         use generic::split_lens as cut;
         let work: Vec<_> = x
             .chunks(band)
