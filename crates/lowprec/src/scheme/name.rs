@@ -104,6 +104,16 @@ fn positive(s: &str, v: &str, what: &str) -> Result<usize> {
         .ok_or_else(|| bad(s, format!("{what} `{v}` is not a positive integer")))
 }
 
+/// The end of a `key=FORMAT` token at `i` and the format-spec tokens that follow it
+/// (`elem=e4m3b7:fn`, `scale=e3m4b3:ieee`): the index of the first token after them.
+fn spec_end(toks: &[&str], i: usize) -> usize {
+    i + 1
+        + toks[i + 1..]
+            .iter()
+            .take_while(|t| is_spec_token(t))
+            .count()
+}
+
 /// The tokens of a format spec after its first (`e4m3b7`, `fn`, `nozero`, …).
 fn is_spec_token(t: &str) -> bool {
     matches!(t, "ieee" | "fn" | "fnuz" | "none" | "nozero")
@@ -466,12 +476,7 @@ impl Scheme {
         while i < toks.len() {
             if let Some(v) = value(toks[i], "elem") {
                 // a custom format's spec tokens follow it (elem=e4m3b7:fn)
-                let j = i
-                    + 1
-                    + toks[i + 1..]
-                        .iter()
-                        .take_while(|t| is_spec_token(t))
-                        .count();
+                let j = spec_end(&toks, i);
                 let mut et = vec![v];
                 et.extend(&toks[i + 1..j]);
                 q.element = element(s, &et, false)?.0;
@@ -480,12 +485,7 @@ impl Scheme {
             }
             if value(toks[i], "scale").is_some() {
                 // a custom scale format's spec tokens follow it (scale=e3m4b3:ieee)
-                let j = i
-                    + 1
-                    + toks[i + 1..]
-                        .iter()
-                        .take_while(|t| is_spec_token(t))
-                        .count();
+                let j = spec_end(&toks, i);
                 option(s, &mut q, &toks[i..j].join(":"))?;
                 i = j;
                 continue;
