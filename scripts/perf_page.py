@@ -4,8 +4,9 @@
     python3 scripts/perf_page.py BENCH.json --command "lowprec bench ..." [--out docs/performance.md]
 
 The table gives every record's rate (elements per second, the best of the repetitions, and the
-median) and its ratio to the copy rate of the same run and thread count, since this kind of
-shared machine moves by ±30 % from minute to minute: the ratios are what compare across runs.
+median) and its ratios to the copy rate, to the streaming probe of the same bytes and to the
+`half` crate, all of the same run and thread count, since this kind of shared machine moves by
+±30 % from minute to minute: the ratios are what compare across runs.
 Older figures live in the git history of the page, not on it.
 """
 from __future__ import annotations
@@ -42,23 +43,34 @@ def main() -> None:
         "",
         "Elements per second of lowprec's kernels on one machine class, made by",
         "`scripts/perf_page.py` from `lowprec bench --json` (older figures: this page's git",
-        "history). A rate is the best of the repetitions (the median beside it); `/ copy` is the",
-        "ratio to the binary32 copy rate measured in the same run with the same threads, which is",
-        "what compares across runs on a shared machine whose absolute rates move by ±30 %.",
+        "history). A rate is the best of the repetitions (the median beside it). The ratios compare",
+        "with what was measured in the same run with the same threads, which is what compares",
+        "across runs on a shared machine whose absolute rates move by ±30 %: `/ copy` to the",
+        "binary32 copy; `/ probe` and `/ nt` to the streaming probe of the same bytes (`r4w1`: read",
+        "4 B and write 1 B per element; ordinary and non-temporal stores), the memory limit of that",
+        "traffic; `/ half` to the `half` crate's slice conversion (binary16 and bfloat16 encodes).",
         "",
         f"* machine: {cpu_model()}, {os.cpu_count()} cores",
         f"* date: {datetime.date.today().isoformat()}",
         f"* command: `{a.command}`",
         "",
-        "| op | format or scheme | rounding | input | threads | G/s (best) | G/s (median) | / copy |",
-        "|---|---|---|---|---|---|---|---|",
+        "| op | format or scheme | rounding | input | buffer | kernel | threads | G/s (best) "
+        "| G/s (median) | / copy | probe | / probe | / nt | / half |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def ratio(v) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
     for r in recs:
         c = copy.get(r["threads"])
-        ratio = f"{r['elements_per_s'] / c:.2f}" if c and r["input"] == "f32" else "-"
+        to_copy = r["elements_per_s"] / c if c and r["input"] == "f32" else None
         lines.append(
-            f"| {r['op']} | `{r['format']}` | {r['rounding']} | {r['input']} | {r['threads']} "
-            f"| {r['elements_per_s'] / 1e9:.2f} | {r['median_elements_per_s'] / 1e9:.2f} | {ratio} |"
+            f"| {r['op']} | `{r['format']}` | {r['rounding']} | {r['input']} | {r['buffer']} "
+            f"| {r.get('kernel', 'lowprec')} | {r['threads']} "
+            f"| {r['elements_per_s'] / 1e9:.2f} | {r['median_elements_per_s'] / 1e9:.2f} "
+            f"| {ratio(to_copy)} | {r.get('probe') or '-'} | {ratio(r.get('ratio_to_probe'))} "
+            f"| {ratio(r.get('ratio_to_probe_nt'))} | {ratio(r.get('ratio_to_half'))} |"
         )
     lines += [
         "",

@@ -37,6 +37,21 @@ struct Cli {
     /// above it is refused before anything is allocated.
     #[arg(long, global = true, value_parser = cmd::parse_bytes)]
     max_memory: Option<u64>,
+    /// Cap the instruction set the kernels use (default: the best this CPU has): for
+    /// comparing paths, which give the same bits (`lowprec --simd avx2 verify -f fp16`).
+    #[arg(long, global = true, value_enum)]
+    simd: Option<Simd>,
+}
+
+/// An instruction-set level for `--simd`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Simd {
+    /// The portable build (no vector extensions beyond the target's baseline).
+    Portable,
+    /// AVX2 + FMA (+ F16C for the binary16 casts).
+    Avx2,
+    /// AVX-512 (+ AVX-512 BF16 for the bfloat16 casts).
+    Avx512,
 }
 
 #[derive(Subcommand)]
@@ -79,6 +94,13 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cmd::set_memory_budget(cli.max_memory);
+    if let Some(level) = cli.simd {
+        lowprec::simd::set_max_level(match level {
+            Simd::Portable => lowprec::simd::Level::Portable,
+            Simd::Avx2 => lowprec::simd::Level::Avx2,
+            Simd::Avx512 => lowprec::simd::Level::Avx512,
+        });
+    }
     let result = match cli.command {
         Command::Report(a) => cmd::report::run(&a),
         Command::Quantize(a) => cmd::quantize::run(&a),

@@ -1,13 +1,41 @@
 //! `lowprec bench`: elements/s of rounding and encoding, one thread and all threads, beside
-//! the memory-copy rate measured in the same run.
+//! what bounds them, measured in the same run: the memory-copy rate, streaming probes of the
+//! same bytes (read 4 B, write 1, 2 or 4 B per element, ordinary and non-temporal stores;
+//! [`lowprec::simd::stream_probe`]) and the `half` crate's slice conversions. Every record of
+//! a binary32 input carries its ratio to its probe and, for binary16 and bfloat16 encodes,
+//! to `half`.
 
 use crate::table::Table;
 use anyhow::{Context, Result};
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use lowprec::format::PRESETS;
+use lowprec::simd::{stream_probe, Store};
 use lowprec::{encode_into, round_into, FloatFormat, RoundOptions, RoundingMode};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::process::ExitCode;
 use std::time::Instant;
+
+/// `half`'s slice conversion of `src` into `dst` (as `$t`'s bits), over rayon's pool in the
+/// same chunks as lowprec's kernels when it has several threads (the crate itself runs on one).
+macro_rules! half_slices {
+    ($name:ident, $t:ty) => {
+        fn $name(src: &[f32], dst: &mut [u16]) {
+            const CHUNK: usize = 1 << 14;
+            let one =
+                |s: &[f32], d: &mut [u16]| d.reinterpret_cast_mut::<$t>().convert_from_f32_slice(s);
+            if rayon::current_num_threads() > 1 && src.len() >= 1 << 17 {
+                src.par_chunks(CHUNK)
+                    .zip(dst.par_chunks_mut(CHUNK))
+                    .for_each(|(s, d)| one(s, d));
+            } else {
+                one(src, dst);
+            }
+        }
+    };
+}
+half_slices!(half_f16, half::f16);
+half_slices!(half_bf16, half::bf16);
 
 /// Arguments of `lowprec bench`.
 #[derive(clap::Args, Debug)]
@@ -63,8 +91,97 @@ pub struct Record {
     elements_per_s: f64,
     /// From the median repetition.
     median_elements_per_s: f64,
-    /// `preallocated` (into a caller's buffer) or `allocating` (a new Vec per call).
+    /// `preallocated` (into a caller's buffer) or `allocating` (a new Vec per call); for
+    /// probes, `ordinary` or `non-temporal` stores.
     buffer: String,
+    /// Whose code: `lowprec`, `half` (the crate's slice conversion) or `probe`.
+    kernel: String,
+    /// The streaming probe of the same traffic (`r4w1`: read 4 B, write 1 B per element …),
+    /// where one applies.
+    probe: Option<String>,
+    /// The rate over the probe's rate with ordinary stores, same run and threads.
+    ratio_to_probe: Option<f64>,
+    /// The rate over the probe's rate with non-temporal stores.
+    ratio_to_probe_nt: Option<f64>,
+    /// For binary16 and bfloat16 encodes: the rate over `half`'s conversion's.
+    ratio_to_half: Option<f64>,
+}
+
+impl Record {
+    fn new(
+        (op, format, rounding, input): (&str, &str, &str, &str),
+        threads: usize,
+        elements: usize,
+        (best, med): (f64, f64),
+    ) -> Record {
+        Record {
+            op: op.into(),
+            format: format.into(),
+            rounding: rounding.into(),
+            input: input.into(),
+            threads,
+            elements,
+            elements_per_s: elements as f64 / best,
+            median_elements_per_s: elements as f64 / med,
+            buffer: "preallocated".into(),
+            kernel: "lowprec".into(),
+            probe: None,
+            ratio_to_probe: None,
+            ratio_to_probe_nt: None,
+            ratio_to_half: None,
+        }
+    }
+
+    /// The probe of a record's traffic: binary32 in, and the bytes written per element.
+    fn probe_name(&self, code_bytes: Option<usize>) -> Option<String> {
+        if self.input != "f32" || self.buffer != "preallocated" || self.kernel == "probe" {
+            return None;
+        }
+        let w = match self.op.as_str() {
+            "round" => 4,
+            "encode" => code_bytes?,
+            _ => return None,
+        };
+        Some(format!("r4w{w}"))
+    }
+}
+
+/// Fill in every record's probe and ratios from the probe and `half` records of the same
+/// thread count. `code_bytes` gives the bytes of an encode record's code (by format or scheme
+/// name).
+fn add_ratios(records: &mut [Record], code_bytes: impl Fn(&str) -> Option<usize>) {
+    let rate = |rs: &[Record], op: &str, format: &str, buffer: &str, kernel: &str, t: usize| {
+        rs.iter()
+            .find(|r| {
+                r.op == op
+                    && r.format == format
+                    && r.buffer == buffer
+                    && r.kernel == kernel
+                    && r.threads == t
+            })
+            .map(|r| r.elements_per_s)
+    };
+    let snapshot = records.to_vec();
+    for r in records.iter_mut() {
+        r.probe = r.probe_name(code_bytes(&r.format));
+        if let Some(p) = &r.probe {
+            let ord = rate(&snapshot, "probe", p, "ordinary", "probe", r.threads);
+            let nt = rate(&snapshot, "probe", p, "non-temporal", "probe", r.threads);
+            r.ratio_to_probe = ord.map(|o| r.elements_per_s / o);
+            r.ratio_to_probe_nt = nt.map(|o| r.elements_per_s / o);
+        }
+        if r.kernel == "lowprec" && r.op == "encode" && r.input == "f32" && r.rounding == "rne" {
+            let h = rate(
+                &snapshot,
+                "encode",
+                &r.format,
+                "preallocated",
+                "half",
+                r.threads,
+            );
+            r.ratio_to_half = h.map(|h| r.elements_per_s / h);
+        }
+    }
 }
 
 fn time(reps: usize, mut f: impl FnMut()) -> (f64, f64) {
@@ -100,24 +217,54 @@ fn measure(
 ) -> Result<Vec<Record>> {
     let n = a.n;
     let mut out = Vec::new();
-    let mut rec =
-        |op: &str, f: &str, r: &str, input: &str, buffer: &str, (best, med): (f64, f64)| {
-            out.push(Record {
-                op: op.into(),
-                format: f.into(),
-                rounding: r.into(),
-                input: input.into(),
-                threads,
-                elements: n,
-                elements_per_s: n as f64 / best,
-                median_elements_per_s: n as f64 / med,
-                buffer: buffer.into(),
-            });
-        };
+    let mut push = |op: &str, f: &str, r: &str, input: &str, buffer: &str, kernel: &str, t| {
+        let mut rec = Record::new((op, f, r, input), threads, n, t);
+        rec.buffer = buffer.into();
+        rec.kernel = kernel.into();
+        out.push(rec);
+    };
     let t = time(a.reps, || b.y32.copy_from_slice(&b.x32));
-    rec("copy", "float32", "-", "f32", "preallocated", t);
+    push("copy", "float32", "-", "f32", "preallocated", "lowprec", t);
     let t = time(a.reps, || b.y64.copy_from_slice(&b.x64));
-    rec("copy", "float64", "-", "f64", "preallocated", t);
+    push("copy", "float64", "-", "f64", "preallocated", "lowprec", t);
+    let mut probes = vec![];
+    for (store, name) in [
+        (Store::Ordinary, "ordinary"),
+        (Store::NonTemporal, "non-temporal"),
+    ] {
+        let t = time(a.reps, || stream_probe(&b.x32, &mut b.c8, store));
+        probes.push(("r4w1", name, t));
+        let t = time(a.reps, || stream_probe(&b.x32, &mut b.c16, store));
+        probes.push(("r4w2", name, t));
+        let t = time(a.reps, || stream_probe(&b.x32, &mut b.c32, store));
+        probes.push(("r4w4", name, t));
+    }
+    let half_f16 = time(a.reps, || half_f16(&b.x32, &mut b.c16));
+    let half_bf16 = time(a.reps, || half_bf16(&b.x32, &mut b.c16));
+    for (f, store, t) in probes {
+        push("probe", f, "-", "f32", store, "probe", t);
+    }
+    push(
+        "encode",
+        "fp16",
+        "rne",
+        "f32",
+        "preallocated",
+        "half",
+        half_f16,
+    );
+    push(
+        "encode",
+        "bf16",
+        "rne",
+        "f32",
+        "preallocated",
+        "half",
+        half_bf16,
+    );
+    let mut rec = |op: &str, f: &str, r: &str, input: &str, buffer: &str, t: (f64, f64)| {
+        push(op, f, r, input, buffer, "lowprec", t)
+    };
     let headline = [
         FloatFormat::FP8_E4M3,
         FloatFormat::FP8_E5M2,
@@ -202,16 +349,8 @@ fn measure(
 fn measure_accum(reps: usize, threads: usize) -> Result<Vec<Record>> {
     use lowprec::accum::{accumulate_into, gemm_product, AccumOptions, GemmOptions, Method};
     let mut out = vec![];
-    let record = |op: &str, f: &str, r: &str, elements: usize, (best, med): (f64, f64)| Record {
-        op: op.into(),
-        format: f.into(),
-        rounding: r.into(),
-        input: "f64".into(),
-        threads,
-        elements,
-        elements_per_s: elements as f64 / best,
-        median_elements_per_s: elements as f64 / med,
-        buffer: "preallocated".into(),
+    let record = |op: &str, f: &str, r: &str, elements: usize, t: (f64, f64)| {
+        Record::new((op, f, r, "f64"), threads, elements, t)
     };
     let (rows, cols) = (64, 4096);
     let x = super::samples(super::Dist::Normal, rows * cols, 7);
@@ -293,7 +432,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .collect::<Result<_>>()?
     };
     let all = std::thread::available_parallelism().map_or(1, |v| v.get());
-    let mut records = Vec::new();
+    let mut records: Vec<Record> = Vec::new();
     for threads in [1, all] {
         if threads == all && all == 1 && !records.is_empty() {
             break;
@@ -304,12 +443,23 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .context("building the thread pool")?;
         records.extend(pool.install(|| measure(a, &formats, &schemes, threads, &mut b))?);
     }
+    let code_bytes = |name: &str| -> Option<usize> {
+        let bytes = |bits: u32| (bits as usize).div_ceil(8).next_power_of_two();
+        if let Some(f) = formats.iter().find(|f| f.name() == name) {
+            return Some(bytes(f.bits()));
+        }
+        if let Some((_, s)) = schemes.iter().find(|(n, _)| n == name) {
+            return Some(bytes(s.code_bits()).min(2));
+        }
+        (name == "fp16" || name == "bf16").then_some(2)
+    };
+    add_ratios(&mut records, code_bytes);
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&records)?)?;
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{} elements (accumulate: 64 × 4096 additions; gemm: multiply-adds), normal(0,1) data, simd level {}, best of {} (median in brackets), G elements/s",
+        "{} elements (accumulate: 64 × 4096 additions; gemm: multiply-adds), normal(0,1) data, simd level {}, best of {} (median in brackets), G elements/s; /probe and /nt: ratio to the streaming probe of the same bytes (ordinary and non-temporal stores), /half: to the `half` crate's conversion, same run and threads",
         n,
         lowprec::simd::active().name(),
         a.reps
@@ -321,36 +471,37 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             r.median_elements_per_s / 1e9
         )
     };
+    let ratio = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+    let many_head = format!("{all} threads");
     let mut t = Table::new(&[
-        "op",
-        "format",
-        "rounding",
-        "input",
-        "buffer",
-        "1 thread",
-        &format!("{all} threads"),
+        "op", "format", "rounding", "input", "buffer", "kernel", "probe", "1 thread", "/probe",
+        "/nt", "/half", &many_head, "/probe",
     ]);
     let ones: Vec<&Record> = records.iter().filter(|r| r.threads == 1).collect();
     for r in ones {
-        let many = records
-            .iter()
-            .find(|m| {
-                m.threads == all
-                    && m.op == r.op
-                    && m.format == r.format
-                    && m.rounding == r.rounding
-                    && m.input == r.input
-                    && m.buffer == r.buffer
-            })
-            .map_or("-".to_string(), g);
+        let many = records.iter().find(|m| {
+            m.threads == all
+                && m.op == r.op
+                && m.format == r.format
+                && m.rounding == r.rounding
+                && m.input == r.input
+                && m.buffer == r.buffer
+                && m.kernel == r.kernel
+        });
         t.row(vec![
             r.op.clone(),
             r.format.clone(),
             r.rounding.clone(),
             r.input.clone(),
             r.buffer.clone(),
+            r.kernel.clone(),
+            r.probe.clone().unwrap_or("-".into()),
             g(r),
-            many,
+            ratio(r.ratio_to_probe),
+            ratio(r.ratio_to_probe_nt),
+            ratio(r.ratio_to_half),
+            many.map_or("-".to_string(), g),
+            ratio(many.and_then(|m| m.ratio_to_probe)),
         ]);
     }
     out!("{}", t.render())?;

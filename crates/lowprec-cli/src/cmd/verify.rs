@@ -1,9 +1,9 @@
 //! `lowprec verify`: every binary32 bit pattern through the fast kernels and the exact
-//! reference, compared bit for bit (codes and values).
+//! reference, compared bit for bit (codes, values, and the status counts of each block).
 
 use super::format;
 use anyhow::{bail, Result};
-use lowprec::{encode_into, reference, round_into, FloatFormat, RoundOptions, RoundingMode};
+use lowprec::{encode_vec, reference, round_into, FloatFormat, RoundOptions, RoundingMode, Status};
 use rayon::prelude::*;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -34,37 +34,75 @@ pub struct Args {
 
 const BLOCK: u64 = 1 << 16;
 
-/// Mismatches in one block: (count, first few descriptions).
+/// The codes of `x` in the format's own code width (`u8` up to 8 bits, `u16` up to 16,
+/// then `u32`, `u64`), so that the specialised paths of those widths are the ones checked;
+/// `None` when the encoding is refused (NaN into a format without NaN).
+fn codes(f: &FloatFormat, x: &[f32], o: &RoundOptions) -> Option<(Vec<u64>, Status)> {
+    fn widen<C: lowprec::Code>(c: Vec<C>, st: Status) -> (Vec<u64>, Status) {
+        (c.into_iter().map(|c| c.to_u64()).collect(), st)
+    }
+    match f.bits() {
+        0..=8 => encode_vec::<f32, u8>(f, x, o)
+            .ok()
+            .map(|(c, s)| widen(c, s)),
+        9..=16 => encode_vec::<f32, u16>(f, x, o)
+            .ok()
+            .map(|(c, s)| widen(c, s)),
+        17..=32 => encode_vec::<f32, u32>(f, x, o)
+            .ok()
+            .map(|(c, s)| widen(c, s)),
+        _ => encode_vec::<f32, u64>(f, x, o)
+            .ok()
+            .map(|(c, s)| widen(c, s)),
+    }
+}
+
+/// Mismatches in one block: (count, first few descriptions). The status counts of the
+/// encoding and of the rounding to values must equal the reference's, summed.
 fn check_block(f: &FloatFormat, o: &RoundOptions, start: u64, len: u64) -> (u64, Vec<String>) {
     let x: Vec<f32> = (start..start + len)
         .map(|b| f32::from_bits(b as u32))
         .collect();
     let o = o.index_offset(start);
-    let mut codes = vec![0u32; x.len()];
-    let code_ok = encode_into(f, &x, &mut codes, &o).is_ok();
+    let coded = codes(f, &x, &o);
     let mut v32 = vec![0f32; x.len()];
     let mut v64 = vec![0f64; x.len()];
-    if f.fits_f32() {
-        round_into(f, &x, &mut v32, &o).expect("lengths match");
+    let round_st = if f.fits_f32() {
+        round_into(f, &x, &mut v32, &o).expect("lengths match")
     } else {
-        round_into(f, &x, &mut v64, &o).expect("lengths match");
-    }
+        round_into(f, &x, &mut v64, &o).expect("lengths match")
+    };
     let mut bad = 0;
     let mut first = Vec::new();
+    let mut ref_st = Status::default();
     for (i, &xi) in x.iter().enumerate() {
         let r = reference::round(f, xi as f64, &o, i as u64);
+        ref_st += r.status;
         let v = if f.fits_f32() { v32[i] as f64 } else { v64[i] };
+        let code = coded.as_ref().map(|(c, _)| c[i]);
         let same_v = (v.is_nan() && r.value.is_nan()) || v.to_bits() == r.value.to_bits();
-        let same_c = !code_ok || r.code.is_none() || r.code == Some(codes[i] as u64);
+        let same_c = code.is_none() || r.code.is_none() || r.code == code;
         if !(same_v && same_c) {
             bad += 1;
             if first.len() < 5 {
                 first.push(format!(
                     "x = {:#010x} ({xi:e}): kernel {v:e} / {:#x}, reference {:e} / {:?}",
                     xi.to_bits(),
-                    codes[i],
+                    code.unwrap_or(0),
                     r.value,
                     r.code
+                ));
+            }
+        }
+    }
+    let code_st = coded.map(|(_, st)| st);
+    for (what, st) in [("rounding", Some(round_st)), ("encoding", code_st)] {
+        if let Some(st) = st.filter(|st| *st != ref_st) {
+            bad += 1;
+            if first.len() < 5 {
+                first.push(format!(
+                    "patterns {start:#x}..{:#x}: {what} status {st:?}, reference {ref_st:?}",
+                    start + len
                 ));
             }
         }
@@ -110,7 +148,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                     },
                 );
             outln!(
-                "{f} {} {}: {} binary32 patterns, {} mismatches (codes and values), {:.1} s",
+                "{f} {} {}: {} binary32 patterns, {} mismatches (codes, values, status counts), {:.1} s",
                 mode.short_name(),
                 overflow.short_name(),
                 a.count,

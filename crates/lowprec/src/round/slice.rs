@@ -5,9 +5,10 @@
 
 use super::kernel::{f32_native, run, Plan};
 use super::types::{Code, Float, Word};
-use super::{RoundOptions, RoundingMode, Status};
+use super::{Overflow, RoundOptions, RoundingMode, Status};
 use crate::error::{Error, Result};
 use crate::format::FloatFormat;
+use crate::simd::cast16::{self, Dst, Half16};
 use rayon::prelude::*;
 
 /// Elements per work item.
@@ -171,6 +172,34 @@ fn narrowed<I: Float, D>(
     converted(src, dst, index0, narrow, f)
 }
 
+/// The CPU's own conversion instruction, when it computes exactly this call: binary16 or
+/// bfloat16, nearest even, IEEE overflow, and the instruction present (see
+/// `simd/cast16.rs`). Returns the format and its NaN codes for a positive and a negative
+/// sign.
+fn hardware16(fmt: &FloatFormat, opts: &RoundOptions) -> Option<(Half16, [u16; 2])> {
+    if opts.mode != RoundingMode::NearestEven || opts.overflow != Overflow::Ieee {
+        return None;
+    }
+    let kind = if *fmt == FloatFormat::FP16 {
+        Half16::Fp16
+    } else if *fmt == FloatFormat::BF16 {
+        Half16::Bf16
+    } else {
+        return None;
+    };
+    let nan = [fmt.nan_code(false)? as u16, fmt.nan_code(true)? as u16];
+    cast16::available(kind).then_some((kind, nan))
+}
+
+/// [`hardware16`] over a whole slice, in parallel chunks like the generic kernel.
+fn run_hardware16((kind, nan): (Half16, [u16; 2]), src: &[f32], dst: Dst<'_>) -> Status {
+    let run = |s: &[f32], d: Dst<'_>| cast16::convert(kind, s, d, nan).unwrap_or_default();
+    match dst {
+        Dst::Codes(d) => for_chunks(src, d, 0, |s, d, _| run(s, Dst::Codes(d))),
+        Dst::Values(d) => for_chunks(src, d, 0, |s, d, _| run(s, Dst::Values(d))),
+    }
+}
+
 fn check_len(input: usize, output: usize) -> Result<()> {
     if input == output {
         Ok(())
@@ -216,6 +245,13 @@ pub fn round_into<I: Float, O: Float>(
 ) -> Result<Status> {
     check_len(src.len(), dst.len())?;
     check_values::<O>(fmt)?;
+    if let (Some(hw), Some(s), Some(d)) = (
+        hardware16(fmt, opts),
+        I::as_f32_slice(src),
+        O::as_f32_slice_mut(dst),
+    ) {
+        return Ok(run_hardware16(hw, s, Dst::Values(d)));
+    }
     Ok(match Route::<I>::new(fmt, opts, true) {
         Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
             run(&p, s, d, at, |_, v| convert::<I, O>(v))
@@ -341,6 +377,11 @@ pub fn encode_into<I: Float, C: Code>(
         });
     }
     let code = |w: u64| C::from_u64(w);
+    if let (Some(hw), Some(s), Some(d)) =
+        (hardware16(fmt, opts), I::as_f32_slice(src), C::as_u16s(dst))
+    {
+        return Ok(run_hardware16(hw, s, Dst::Codes(d)));
+    }
     let st = match Route::<I>::new(fmt, opts, false) {
         Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
             run(&p, s, d, at, |c, _| code(c.to_u64()))

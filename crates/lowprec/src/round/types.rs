@@ -276,6 +276,11 @@ pub trait Code: sealed::Sealed + Copy + Default + Eq + Ord + Debug + Send + Sync
         let _ = s;
         None
     }
+    /// The slice as 16-bit words when the code type is `u16` (for the hardware casts).
+    fn as_u16s(s: &mut [Self]) -> Option<&mut [u16]> {
+        let _ = s;
+        None
+    }
 }
 
 impl Code for u8 {
@@ -310,7 +315,22 @@ macro_rules! code {
         }
     };
 }
-code!(u16, "uint16");
+impl Code for u16 {
+    const BITS: u32 = 16;
+    const NAME: &'static str = "uint16";
+    #[inline(always)]
+    fn from_u64(v: u64) -> Self {
+        v as u16
+    }
+    #[inline(always)]
+    fn to_u64(self) -> u64 {
+        self as u64
+    }
+    fn as_u16s(s: &mut [Self]) -> Option<&mut [u16]> {
+        Some(s)
+    }
+}
+
 code!(u32, "uint32");
 code!(u64, "uint64");
 

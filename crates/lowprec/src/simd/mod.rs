@@ -13,12 +13,15 @@
 //! calls one only after `is_x86_feature_detected!` has confirmed every feature it enables,
 //! and [`set_max_level`] can only lower the level below what was detected.
 
+pub(crate) mod cast16;
 mod e2m1;
+mod probe;
 pub(crate) mod quarter;
 mod rht;
 mod scan;
 
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
+pub use probe::{stream_probe, ProbeWord, Store};
 pub(crate) use rht::rht16_bf16;
 pub(crate) use scan::{columns4, stream8};
 use std::sync::atomic::{AtomicU8, Ordering};
