@@ -129,7 +129,7 @@ fn main() -> ExitCode {
                 // the reader closed the pipe (`lowprec … | head`): it has what it wanted
                 return ExitCode::SUCCESS;
             }
-            eprintln!("lowprec: error: {e:#}");
+            errln!("lowprec: error: {e:#}");
             ExitCode::from(2)
         }
     }

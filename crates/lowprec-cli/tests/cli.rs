@@ -414,6 +414,34 @@ fn closed_pipes_and_full_disks_are_not_panics() {
             err.trim(),
             "lowprec: error: writing to standard output: No space left on device (os error 28)"
         );
+        // standard error full or closed: the status line is lost, not a panic; the exit code
+        // still tells (0 for a success, 2 for a refusal)
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("x.npy");
+        common::write_npy(
+            &input,
+            vec![3],
+            lowprec::io::npy::Data::F32(vec![0.1, 2.0, 500.0]),
+        );
+        let o = dir.path().join("y.npy");
+        let (i, o) = (input.to_str().unwrap(), o.to_str().unwrap());
+        for (args, code) in [
+            (&["round", "fp8-e4m3", i, "-o", o][..], 0),
+            (&["round", "fp8-e4m3", "missing.npy", "-o", o], 2),
+        ] {
+            for stderr in [
+                Stdio::from(std::fs::File::create("/dev/full").unwrap()),
+                Stdio::null(),
+            ] {
+                let out = Command::new(bin)
+                    .args(args)
+                    .stderr(stderr)
+                    .output()
+                    .unwrap();
+                assert_eq!(out.status.code(), Some(code), "{args:?}");
+            }
+        }
+        assert!(Path::new(o).exists());
     }
 }
 

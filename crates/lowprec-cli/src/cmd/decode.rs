@@ -82,7 +82,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 data,
             },
         )?;
-        eprintln!(
+        errln!(
             "decoded {} {} codes from {} into {}",
             arr.data.len(),
             f,

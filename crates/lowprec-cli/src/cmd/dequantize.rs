@@ -22,7 +22,7 @@ pub struct Args {
 pub fn run(a: &Args) -> Result<ExitCode> {
     check_output(&a.input, &a.output)?;
     let (scheme, n) = lowprec::io::quantized::dequantize_file(&a.input, &a.output)?;
-    eprintln!(
+    errln!(
         "{} -> {}: {n} tensors dequantized ({scheme})",
         a.input.display(),
         a.output.display()

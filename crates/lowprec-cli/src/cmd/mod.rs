@@ -18,6 +18,15 @@ macro_rules! outln {
     };
 }
 
+/// `eprintln!` that never panics: a failed write to standard error (closed, or a full disk)
+/// is ignored, since there is nowhere left to report it; the exit code still says what
+/// happened.
+macro_rules! errln {
+    ($($t:tt)*) => {
+        $crate::cmd::write_stderr(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
 pub mod accumulate;
 pub mod bench;
 pub mod decode;
@@ -59,6 +68,12 @@ pub fn write_stdout(a: std::fmt::Arguments<'_>) -> Result<()> {
         .lock()
         .write_fmt(a)
         .map_err(|e| anyhow::Error::new(StdoutError(e)))
+}
+
+/// Write to standard error, ignoring a failure (see [`errln!`]).
+pub fn write_stderr(a: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_fmt(a);
 }
 
 /// Flush standard output (at the end of a command), as [`write_stdout`].

@@ -207,14 +207,14 @@ fn run_npy(a: &Args, scheme: &Scheme) -> Result<()> {
     for s in staged {
         s.commit()?;
     }
-    eprintln!("{line}");
+    errln!("{line}");
     Ok(())
 }
 
 fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
     let (reports, copied) = lowprec::io::quantized::quantize_file(&a.input, scheme, &a.output)?;
     for r in &reports {
-        eprintln!(
+        errln!(
             "{}: {}",
             r.name,
             summary(
@@ -226,7 +226,7 @@ fn run_safetensors(a: &Args, scheme: &Scheme) -> Result<()> {
             )
         );
     }
-    eprintln!(
+    errln!(
         "{} -> {}: {} tensors quantized with {scheme}, {copied} copied",
         a.input.display(),
         a.output.display(),

@@ -91,7 +91,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             data,
         },
     )?;
-    eprintln!(
+    errln!(
         "{} -> {} {} of {} ({}, {}): {}",
         a.input.display(),
         a.output.display(),
