@@ -173,7 +173,7 @@ def bless(page: pathlib.Path, replace: dict[int, list[str]]) -> None:
 
 # Examples that scripts/test already runs as written (a full pass over 2^32 bit patterns takes
 # minutes): checked to be there instead of being run twice.
-RUN_ELSEWHERE = {"lowprec verify --format fp8-e4m3 --rounding rne"}
+RUN_ELSEWHERE = {"lowprec verify --format fp8-e4m3 --format fp16 --format bf16 --rounding rne"}
 
 
 def help_text(args: list[str]) -> str:

@@ -85,14 +85,39 @@ enum Command {
     Gemm(cmd::gemm::Args),
     /// Draw the error of accumulation as the number of terms grows (SVG).
     Plot(cmd::plot::Args),
-    /// Measure rounding and encoding speed (elements/s) beside the memory-copy rate.
+    /// Measure rounding and encoding speed (elements/s) beside the memory limit (streaming probes) and the half crate.
     Bench(cmd::bench::Args),
     /// Range-safe binary32 end to end: the NLS soliton in binary64, binary32 by the rules, naive binary32.
     Soliton(cmd::soliton::Args),
 }
 
+/// A command line clap refused: help and version as clap prints them; every error as one
+/// line (clap's first, which names the argument and the value, and our parser's reason) and
+/// exit code 2, as every other error.
+fn clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::from(if e.use_stderr() { 2 } else { 0 })
+        }
+        _ => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid command line");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            errln!("lowprec: error: {first} (see lowprec --help)");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(e),
+    };
     cmd::set_memory_budget(cli.max_memory);
     if let Some(level) = cli.simd {
         lowprec::simd::set_max_level(match level {

@@ -1,11 +1,11 @@
 //! `lowprec accumulate`: how wrong is a sum accumulated in a low-precision format?
 
-use super::{check_output, format, read_npy, samples, Dist, RoundArgs};
+use super::{check_output, read_npy, samples, Dist, RoundArgs};
 use crate::table::{num, Table};
 use anyhow::{bail, Context, Result};
 use lowprec::accum::{accumulate, error_bound, exact_sum, AccumOptions, Method};
 use lowprec::io::npy::{self, Array, Data};
-use lowprec::Status;
+use lowprec::{FloatFormat, Status};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,18 +26,18 @@ given), and -o writes the row sums as float64.")]
 pub struct Args {
     /// The accumulator format (any format name, e.g. bf16, fp16, fp8-e4m3, tf32, e5m10).
     #[arg(long, default_value = "bf16")]
-    pub acc: String,
+    pub acc: FloatFormat,
     #[command(flatten)]
     pub round: RoundArgs,
     /// sequential, pairwise or kahan (default: all three in the table; sequential for --input).
     #[arg(long)]
-    pub method: Option<String>,
+    pub method: Option<Method>,
     /// Promote the partial sum into the --outer accumulator every N terms.
     #[arg(long)]
     pub chunk: Option<usize>,
     /// The promotion accumulator (rounded to nearest even).
     #[arg(long, default_value = "fp32")]
-    pub outer: String,
+    pub outer: FloatFormat,
     /// Terms per row (generated data).
     #[arg(long, default_value_t = 4096)]
     pub n: usize,
@@ -232,10 +232,8 @@ pub fn render(lines: &[Line]) -> String {
 
 /// Run `lowprec accumulate`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    let acc = format(&a.acc)?;
-    let outer = format(&a.outer)?;
-    let rounding = a.round.options()?;
-    let method: Option<Method> = a.method.as_deref().map(str::parse).transpose()?;
+    let (acc, outer, method) = (a.acc, a.outer, a.method);
+    let rounding = a.round.options();
     let base = AccumOptions::new(acc).rounding(rounding).outer(outer);
     // Validate the formats up front, with the format named.
     lowprec::accum::Adder::new(&acc, &rounding).context("the accumulator (--acc)")?;

@@ -54,7 +54,7 @@ pub struct Args {
     pub reps: usize,
     /// Formats (default: every preset).
     #[arg(long = "format", short = 'f')]
-    pub formats: Vec<String>,
+    pub formats: Vec<FloatFormat>,
     /// Block and integer schemes to time as `quantize` records (values, codes and scales)
     /// and as `encode` records (codes and scales only; integer codes in bytes up to 8 bits) (default: mx:fp8-e4m3,
     /// mx:fp6-e2m3, mx:fp4-e2m1, mxint8, nvfp4, int8:group=128, int4:group=128; `none` for
@@ -396,11 +396,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let formats: Vec<FloatFormat> = if a.formats.is_empty() {
         PRESETS.iter().map(|p| p.format).collect()
     } else {
-        a.formats
-            .iter()
-            .map(|s| super::format(s))
-            .collect::<Result<_>>()?
+        a.formats.clone()
     };
+
     if a.n == 0 || a.reps == 0 {
         anyhow::bail!("--n and --reps must be at least 1");
     }

@@ -1,10 +1,10 @@
 //! `lowprec decode FORMAT CODE...` or `lowprec decode FORMAT CODES.npy -o OUT.npy`.
 
-use super::{check_output, format, read_npy};
+use super::{check_output, read_npy};
 use crate::table::{num, Table};
 use anyhow::{bail, Context, Result};
-use lowprec::decode_vec;
 use lowprec::io::npy::{self, Array, Data};
+use lowprec::{decode_vec, FloatFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,16 +16,27 @@ use std::process::ExitCode;
   lowprec decode fp4-e2m1 codes.npy -o values.npy")]
 pub struct Args {
     /// The format.
-    pub format: String,
+    pub format: FloatFormat,
     /// Codes (`0x…`, `0b…` or decimal), or one `.npy` file of unsigned integer codes.
     #[arg(required = true)]
     pub codes: Vec<String>,
     /// Output `.npy` (with a `.npy` input).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Output dtype: f32 or f64.
-    #[arg(long, default_value = "f64")]
-    pub dtype: String,
+    /// Output dtype.
+    #[arg(long, value_enum, default_value = "f64")]
+    pub dtype: OutDtype,
+}
+
+/// The dtype of decoded values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutDtype {
+    /// binary32.
+    #[value(alias = "float32")]
+    F32,
+    /// binary64.
+    #[value(alias = "float64")]
+    F64,
 }
 
 fn parse_code(s: &str) -> Result<u64> {
@@ -42,7 +53,7 @@ fn parse_code(s: &str) -> Result<u64> {
 
 /// Run `lowprec decode`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    let f = format(&a.format)?;
+    let f = a.format;
     if a.codes.len() == 1 && a.codes[0].ends_with(".npy") {
         let input = PathBuf::from(&a.codes[0]);
         let Some(out) = &a.output else {
@@ -50,11 +61,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         };
         check_output(&input, out)?;
         let arr = read_npy(&input)?;
-        let f32_out = match a.dtype.as_str() {
-            "f32" | "float32" => true,
-            "f64" | "float64" => false,
-            d => bail!("unknown --dtype `{d}`; use f32 or f64"),
-        };
+        let f32_out = a.dtype == OutDtype::F32;
         macro_rules! dec {
             ($codes:expr) => {
                 if f32_out {

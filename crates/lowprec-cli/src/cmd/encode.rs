@@ -1,9 +1,9 @@
 //! `lowprec encode FORMAT VALUE...`: what rounding does to each number.
 
-use super::{format, RoundArgs};
+use super::RoundArgs;
 use crate::table::{num, Table};
 use anyhow::{Context, Result};
-use lowprec::{RoundOptions, RoundingMode};
+use lowprec::{FloatFormat, RoundOptions, RoundingMode};
 use std::process::ExitCode;
 
 /// Arguments of `lowprec encode`.
@@ -14,7 +14,7 @@ use std::process::ExitCode;
   lowprec encode fp6-e2m3 10 --json")]
 pub struct Args {
     /// The format.
-    pub format: String,
+    pub format: FloatFormat,
     /// The numbers (decimal, `inf`, `nan`, or `0x…` binary64 bits).
     #[arg(required = true, allow_negative_numbers = true)]
     pub values: Vec<String>,
@@ -39,8 +39,8 @@ pub fn parse_value(s: &str) -> Result<f64> {
 
 /// Run `lowprec encode`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    let f = format(&a.format)?;
-    let opts = a.round.options()?;
+    let f = a.format;
+    let opts = a.round.options();
     let down = RoundOptions::new(RoundingMode::Down);
     let up = RoundOptions::new(RoundingMode::Up);
     let mut t = Table::new(&["input", "rounded", "code", "bits", "between", "rel. error"]);

@@ -1,8 +1,8 @@
 //! `lowprec gemm`: the error of a matrix product with low-precision inputs and accumulator.
 
-use super::{format, samples, Dist, RoundArgs};
+use super::{samples, Dist, RoundArgs};
 use crate::table::Table;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use lowprec::accum::dot::reference_product;
 use lowprec::accum::{gemm, GemmOptions, Order};
 use lowprec::metrics::rel_error;
@@ -35,13 +35,13 @@ pub struct Args {
     pub k: usize,
     /// Format or block scheme of the inputs (`none`: binary64 inputs as generated).
     #[arg(long, default_value = "fp8-e4m3")]
-    pub input_format: String,
+    pub input_format: InputFormat,
     /// Round each product to this format (nearest even) before adding; default exact.
     #[arg(long)]
-    pub product: Option<String>,
+    pub product: Option<FloatFormat>,
     /// The accumulator format.
     #[arg(long, default_value = "bf16")]
-    pub acc: String,
+    pub acc: FloatFormat,
     #[command(flatten)]
     pub round: RoundArgs,
     /// Promote into --outer every N products (0: never).
@@ -49,10 +49,10 @@ pub struct Args {
     pub chunk: usize,
     /// The promotion accumulator.
     #[arg(long, default_value = "fp32")]
-    pub outer: String,
+    pub outer: FloatFormat,
     /// sequential, pairwise or blocked:G (fused groups of G products, tensor-core style).
     #[arg(long, default_value = "sequential")]
-    pub order: String,
+    pub order: Order,
     /// Distribution of the entries of A and B.
     #[arg(long, value_enum, default_value = "normal")]
     pub dist: Dist,
@@ -98,15 +98,29 @@ pub struct Record {
     seconds: f64,
 }
 
-/// Parse `--input-format`: `none`, a format (a plain cast), or a scheme.
-fn input_scheme(s: &str) -> Result<Option<Scheme>> {
-    if s.eq_ignore_ascii_case("none") {
-        return Ok(None);
+/// `--input-format`: `none` (binary64 inputs), a format (a plain cast), or a scheme; with
+/// the text as given, for the record.
+#[derive(Clone, Debug)]
+pub struct InputFormat {
+    text: String,
+    scheme: Option<Scheme>,
+}
+
+impl std::str::FromStr for InputFormat {
+    type Err = lowprec::Error;
+    fn from_str(s: &str) -> lowprec::Result<InputFormat> {
+        let scheme = if s.eq_ignore_ascii_case("none") {
+            None
+        } else if let Ok(f) = FloatFormat::parse(s) {
+            Some(Scheme::cast(f))
+        } else {
+            Some(Scheme::parse(s)?)
+        };
+        Ok(InputFormat {
+            text: s.to_string(),
+            scheme,
+        })
     }
-    if let Ok(f) = FloatFormat::parse(s) {
-        return Ok(Some(Scheme::cast(f)));
-    }
-    Ok(Some(Scheme::parse(s).context("--input-format")?))
 }
 
 /// Run `lowprec gemm`.
@@ -127,15 +141,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             a.m as u128 * a.n as u128 * a.k as u128
         );
     }
-    let mut o = GemmOptions::new(format(&a.acc).context("--acc")?)
-        .rounding(a.round.options()?)
-        .order(a.order.parse::<Order>()?)
+    let mut o = GemmOptions::new(a.acc)
+        .rounding(a.round.options())
+        .order(a.order)
         .chunk(a.chunk);
-    o.outer = format(&a.outer).context("--outer")?;
-    o.input = input_scheme(&a.input_format)?;
-    if let Some(p) = &a.product {
-        o.product = Some(format(p).context("--product")?);
-    }
+    o.outer = a.outer;
+    o.input = a.input_format.scheme;
+    o.product = a.product;
     let x = samples(a.dist, a.m * a.k + a.k * a.n, a.data_seed);
     let (am, bm) = x.split_at(a.m * a.k);
     let t0 = Instant::now();
@@ -146,8 +158,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         m: a.m,
         n: a.n,
         k: a.k,
-        input: a.input_format.clone(),
-        product: a.product.clone().unwrap_or_else(|| "exact".into()),
+        input: a.input_format.text.clone(),
+        product: a.product.map_or("exact".into(), |p| p.name().into_owned()),
         acc: o.acc.name().into_owned(),
         rounding: o.rounding.mode.short_name().into(),
         order: o.order.to_string(),

@@ -1,8 +1,8 @@
 //! `lowprec info FORMAT`: one format's properties and, for small formats, every code.
 
-use super::format;
 use crate::table::{num, Table};
 use anyhow::Result;
+use lowprec::FloatFormat;
 use std::process::ExitCode;
 
 /// Arguments of `lowprec info`.
@@ -13,7 +13,7 @@ use std::process::ExitCode;
   lowprec info e8m0")]
 pub struct Args {
     /// The format (a preset name or alias, or a custom e<E>m<M>... spec).
-    pub format: String,
+    pub format: FloatFormat,
     /// List every code even for formats wider than 8 bits (up to 16 bits).
     #[arg(long)]
     pub all: bool,
@@ -21,7 +21,7 @@ pub struct Args {
 
 /// Run `lowprec info`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    let f = format(&a.format)?;
+    let f = a.format;
     outln!("{}", f.describe())?;
     let code = |c: Option<u64>| c.map_or("-".to_string(), |c| format!("{c:#x}"));
     let rows = [

@@ -45,7 +45,7 @@ pub mod tour;
 pub mod verify;
 
 use anyhow::{bail, Context, Result};
-use lowprec::{FloatFormat, Overflow, RoundOptions, RoundingMode};
+use lowprec::{Overflow, RoundOptions, RoundingMode};
 use std::path::{Path, PathBuf};
 
 /// A failed write to standard output: `main` exits quietly with status 0 on a broken pipe
@@ -165,10 +165,10 @@ pub fn check_memory(what: &str, elements: u128, bytes_each: u128) -> Result<()> 
 pub struct RoundArgs {
     /// Rounding mode: rne, rna, rtz, rup, rdn, rto, sr (or nearest_even, toward_zero, ...).
     #[arg(long, short = 'r', default_value = "rne")]
-    pub rounding: String,
+    pub rounding: RoundingMode,
     /// Overflow: ovf (IEEE 754 §7.4, Inf/NaN by direction) or sat (±max).
     #[arg(long, default_value = "ovf")]
-    pub overflow: String,
+    pub overflow: Overflow,
     /// Seed of stochastic rounding (sr).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -178,18 +178,32 @@ pub struct RoundArgs {
 }
 
 impl RoundArgs {
-    /// The validated options.
-    pub fn options(&self) -> Result<RoundOptions> {
-        Ok(RoundOptions::new(RoundingMode::parse(&self.rounding)?)
-            .overflow(Overflow::parse(&self.overflow)?)
+    /// The options.
+    pub fn options(&self) -> RoundOptions {
+        RoundOptions::new(self.rounding)
+            .overflow(self.overflow)
             .seed(self.seed)
-            .sr_bits(self.sr_bits))
+            .sr_bits(self.sr_bits)
     }
 }
 
-/// Parse a format name.
-pub fn format(name: &str) -> Result<FloatFormat> {
-    Ok(FloatFormat::parse(name)?)
+/// A scheme as given on the command line: its text (the label of reports) and its value.
+#[derive(Clone, Debug)]
+pub struct NamedScheme {
+    /// The text as given.
+    pub name: String,
+    /// The parsed scheme.
+    pub scheme: lowprec::scheme::Scheme,
+}
+
+impl std::str::FromStr for NamedScheme {
+    type Err = lowprec::Error;
+    fn from_str(s: &str) -> lowprec::Result<NamedScheme> {
+        Ok(NamedScheme {
+            name: s.to_string(),
+            scheme: s.parse()?,
+        })
+    }
 }
 
 /// Refuse an output path that is the input (or the same file by another name), or that is

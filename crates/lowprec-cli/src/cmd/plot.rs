@@ -1,7 +1,7 @@
 //! `lowprec plot`: the relative error of a sum as the number of terms grows, one curve per
 //! accumulator and method, as an SVG chart.
 
-use super::{format, samples, Dist};
+use super::{samples, Dist};
 use anyhow::{anyhow, bail, Context, Result};
 use lowprec::accum::{accumulate, exact_sum, AccumOptions, Method};
 use lowprec::FloatFormat;
@@ -25,13 +25,13 @@ pub struct Args {
     pub output: PathBuf,
     /// Accumulator formats, comma separated.
     #[arg(long, default_value = "bf16,fp16,tf32,fp32", value_delimiter = ',')]
-    pub acc: Vec<String>,
+    pub acc: Vec<FloatFormat>,
     /// Methods, comma separated (sequential, pairwise, kahan).
     #[arg(long, default_value = "sequential,pairwise", value_delimiter = ',')]
-    pub method: Vec<String>,
+    pub method: Vec<Method>,
     /// Rounding mode of the accumulators.
     #[arg(long, short = 'r', default_value = "rne")]
-    pub rounding: String,
+    pub rounding: lowprec::RoundingMode,
     /// The largest number of terms (a power of two is best).
     #[arg(long, default_value_t = 65536)]
     pub max_n: usize,
@@ -60,13 +60,7 @@ pub struct Curve {
 
 /// The curves of `lowprec plot`.
 pub fn curves(a: &Args) -> Result<Vec<Curve>> {
-    let accs: Vec<FloatFormat> = a.acc.iter().map(|s| format(s)).collect::<Result<_>>()?;
-    let methods: Vec<Method> = a
-        .method
-        .iter()
-        .map(|s| s.parse::<Method>())
-        .collect::<std::result::Result<_, _>>()?;
-    let mode = lowprec::RoundingMode::parse(&a.rounding)?;
+    let (accs, methods, mode) = (&a.acc, &a.method, a.rounding);
     if a.max_n < 4 || a.rows == 0 {
         bail!("--max-n must be at least 4 and --rows at least 1");
     }
@@ -92,8 +86,8 @@ pub fn curves(a: &Args) -> Result<Vec<Curve>> {
         ns.push(a.max_n);
     }
     let mut out = vec![];
-    for &acc in &accs {
-        for &m in &methods {
+    for &acc in accs {
+        for &m in methods {
             let opts = AccumOptions::new(acc)
                 .method(m)
                 .rounding(lowprec::RoundOptions::new(mode));

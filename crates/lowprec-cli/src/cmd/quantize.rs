@@ -24,7 +24,7 @@ pub struct Args {
     /// mxfp4, mxint8, nvfp4[:convention=seed|torchao], tensor:FORMAT, cast:FORMAT, FORMAT,
     /// intB[:asym|:full][:channel|:group=G][:clip=R|:clip=mse].
     #[arg(long, short = 's')]
-    pub scheme: String,
+    pub scheme: Scheme,
     /// Output: dequantized values in the input's dtype (`.npy`), or the quantized model
     /// (`.safetensors`: packed codes and scales, see docs/schemes.md).
     #[arg(short, long)]
@@ -242,7 +242,7 @@ pub fn is_safetensors(p: &Path) -> bool {
 
 /// Run `lowprec quantize`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    let scheme = Scheme::parse(&a.scheme)?;
+    let scheme = a.scheme;
     check_output(&a.input, &a.output)?;
     if is_safetensors(&a.input) {
         if a.scales.is_some() || a.codes.is_some() || a.packed.is_some() {

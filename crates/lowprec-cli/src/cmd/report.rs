@@ -28,7 +28,7 @@ pub struct Args {
     /// nvfp4, int8, int4:group=128). Block schemes zero-pad rows that the block size does
     /// not divide.
     #[arg(long = "scheme", short = 's')]
-    pub schemes: Vec<String>,
+    pub schemes: Vec<super::NamedScheme>,
     /// Print JSON (one record per tensor and scheme, plus the totals) instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -154,12 +154,14 @@ fn na(text: String, v: f64) -> String {
 
 /// Run `lowprec report`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    let names: Vec<String> = if a.schemes.is_empty() {
-        DEFAULT_SCHEMES.iter().map(|s| s.to_string()).collect()
+    let schemes: Vec<(String, lowprec::scheme::Scheme)> = if a.schemes.is_empty() {
+        report::schemes(&DEFAULT_SCHEMES)?
     } else {
-        a.schemes.clone()
+        a.schemes
+            .iter()
+            .map(|s| (s.name.clone(), s.scheme.padded()))
+            .collect()
     };
-    let schemes = report::schemes(&names)?;
     let t0 = Instant::now();
     let tensors = if a.files.is_empty() {
         report::builtin()

@@ -1,6 +1,6 @@
 //! `lowprec round FORMAT IN.npy -o OUT.npy`: round an array; write values or codes.
 
-use super::{check_output, format, read_npy, status_line, RoundArgs};
+use super::{check_output, read_npy, status_line, RoundArgs};
 use anyhow::{bail, Result};
 use lowprec::io::npy::{self, Array, Data};
 use lowprec::{encode_vec, round_vec, Code, Float, FloatFormat, RoundOptions, Status};
@@ -14,7 +14,7 @@ use std::process::ExitCode;
   lowprec round fp4-e2m1 weights.npy -o codes.npy --codes")]
 pub struct Args {
     /// The format.
-    pub format: String,
+    pub format: FloatFormat,
     /// Input `.npy`: float32, float64 (or float16), any shape, C order.
     pub input: PathBuf,
     /// Output `.npy`: values in the input's dtype (float64 where float32 cannot hold the
@@ -57,8 +57,8 @@ fn values_of_f32(f: &FloatFormat, x: &[f32], o: &RoundOptions) -> Result<(Data, 
 
 /// Run `lowprec round`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    let f = format(&a.format)?;
-    let opts = a.round.options()?;
+    let f = a.format;
+    let opts = a.round.options();
     check_output(&a.input, &a.output)?;
     let arr = read_npy(&a.input)?;
     let (data, st) = match &arr.data {

@@ -1,7 +1,6 @@
 //! `lowprec verify`: every binary32 bit pattern through the fast kernels and the exact
 //! reference, compared bit for bit (codes, values, and the status counts of each block).
 
-use super::format;
 use anyhow::{bail, Result};
 use lowprec::{encode_vec, reference, round_into, FloatFormat, RoundOptions, RoundingMode, Status};
 use rayon::prelude::*;
@@ -11,16 +10,16 @@ use std::time::Instant;
 /// Arguments of `lowprec verify`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  lowprec verify --format fp8-e4m3 --rounding rne
+  lowprec verify --format fp8-e4m3 --format fp16 --format bf16 --rounding rne
   lowprec verify -f bf16 -r rtz -r rup --overflow sat --count 16777216
   lowprec verify -f fp4-e2m1 -r sr --start 1056964608 --count 1048576")]
 pub struct Args {
     /// Formats to check (repeatable).
-    #[arg(long = "format", short = 'f', default_values_t = ["fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp4-e2m1"].map(String::from))]
-    pub formats: Vec<String>,
+    #[arg(long = "format", short = 'f', default_values = ["fp16", "bf16", "fp8-e4m3", "fp8-e5m2", "fp4-e2m1"])]
+    pub formats: Vec<FloatFormat>,
     /// Rounding modes to check (repeatable).
-    #[arg(long = "rounding", short = 'r', default_values_t = ["rne".to_string()])]
-    pub modes: Vec<String>,
+    #[arg(long = "rounding", short = 'r', default_values = ["rne"])]
+    pub modes: Vec<RoundingMode>,
     /// First bit pattern.
     #[arg(long, default_value_t = 0)]
     pub start: u64,
@@ -29,7 +28,7 @@ pub struct Args {
     pub count: u64,
     /// Overflow policy: ovf or sat.
     #[arg(long, default_value = "ovf")]
-    pub overflow: String,
+    pub overflow: lowprec::Overflow,
 }
 
 const BLOCK: u64 = 1 << 16;
@@ -125,12 +124,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             a.count
         );
     }
-    let overflow = lowprec::Overflow::parse(&a.overflow)?;
+    let overflow = a.overflow;
     let mut total_bad = 0;
-    for name in &a.formats {
-        let f = format(name)?;
-        for m in &a.modes {
-            let mode = RoundingMode::parse(m)?;
+    for &f in &a.formats {
+        for &mode in &a.modes {
             let o = RoundOptions::new(mode).overflow(overflow).seed(0x5eed);
             let t0 = Instant::now();
             let blocks: Vec<u64> = (a.start..a.start + a.count)
