@@ -12,8 +12,11 @@ use lowprec::scheme::Scheme;
 use lowprec::FloatFormat;
 use std::collections::BTreeMap;
 
+/// A target's property over one input.
+pub type Check = fn(&[u8]);
+
 /// The targets, by name (the corpus and regression folders use these names).
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, Check); 5] = [
     ("npy", npy_reader),
     ("safetensors", safetensors_reader),
     ("quantized", quantized_reader),
