@@ -29,6 +29,7 @@
 //! |---|---|
 //! | [`mod@format`] | [`FloatFormat`]: widths, bias, specials; derived quantities; presets; names |
 //! | [`round`] | modes, overflow policy, [`Status`]; scalar and slice rounding, encoding, decoding |
+//! | [`exact`] | exact numeric literals (decimal of any length, hexadecimal floats) rounded once into a format |
 //! | [`int`] | two's complement, wrapping and saturating integers, bit strings |
 //! | [`mod@reference`] | a slow, exact reference rounding that the tests hold the kernels to |
 //! | [`io`] | `.npy` and `.safetensors` files (memory-mapped), atomic writes |
@@ -53,6 +54,7 @@
 pub mod accum;
 pub mod block;
 pub mod error;
+pub mod exact;
 pub mod format;
 pub mod int;
 pub mod io;

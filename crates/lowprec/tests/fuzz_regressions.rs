@@ -64,4 +64,7 @@ fn the_seeds_reach_the_round_trips() {
     ok("scheme_name", &|b| {
         std::str::from_utf8(b).is_ok_and(|s| lowprec::scheme::Scheme::parse(s).is_ok())
     });
+    ok("decimal", &|b| {
+        std::str::from_utf8(b).is_ok_and(|s| lowprec::exact::Exact::parse(s).is_ok())
+    });
 }

@@ -3,6 +3,7 @@
 use super::RoundArgs;
 use crate::table::{num, Table};
 use anyhow::{Context, Result};
+use lowprec::exact::Exact;
 use lowprec::{FloatFormat, RoundOptions, RoundingMode};
 use std::process::ExitCode;
 
@@ -25,16 +26,28 @@ pub struct Args {
     pub json: bool,
 }
 
-/// Parse a number: decimal, inf/nan, or `0x` + binary64 bits.
-pub fn parse_value(s: &str) -> Result<f64> {
+/// Parse a number exactly: a decimal of any length, a hexadecimal float (`0x1.8p-3`),
+/// inf/nan, or `0x` + hexadecimal digits alone: binary64 bits.
+pub fn parse_value(s: &str) -> Result<Exact> {
     let t = s.trim();
     if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        let bits = u64::from_str_radix(h, 16)
-            .with_context(|| format!("`{s}` is not 0x + 16 hex digits of binary64 bits"))?;
-        return Ok(f64::from_bits(bits));
+        if !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let bits = u64::from_str_radix(h, 16)
+                .with_context(|| format!("`{s}` is not 0x + 16 hex digits of binary64 bits"))?;
+            // the bits' exact value, written as a hexadecimal float
+            let v = f64::from_bits(bits);
+            let sign = if v.is_sign_negative() { "-" } else { "" };
+            let (e, f) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+            let literal = match e {
+                0x7ff if f != 0 => "nan".to_string(),
+                0x7ff => format!("{sign}inf"),
+                0 => format!("{sign}0x{f:x}p-1074"),
+                _ => format!("{sign}0x{:x}p{}", f | 1 << 52, e as i64 - 1075),
+            };
+            return Ok(Exact::parse(&literal)?);
+        }
     }
-    t.parse::<f64>()
-        .with_context(|| format!("`{s}` is not a number (write e.g. 0.1, -3e5, inf, nan)"))
+    Ok(Exact::parse(t)?)
 }
 
 /// Run `lowprec encode`.
@@ -46,11 +59,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let mut t = Table::new(&["input", "rounded", "code", "bits", "between", "rel. error"]);
     let mut json = Vec::new();
     for (i, s) in a.values.iter().enumerate() {
-        let x = parse_value(s)?;
+        let exact = parse_value(s)?;
+        let x = exact.to_f64();
         let o = opts.index_offset(i as u64);
-        let v = f.round(x, &o);
-        let code = f.encode(x, &o);
-        let (lo, hi) = (f.round(x, &down), f.round(x, &up));
+        let v = f.round_exact(&exact, &o);
+        let code = f.encode_exact(&exact, &o);
+        let (lo, hi) = (f.round_exact(&exact, &down), f.round_exact(&exact, &up));
         let rel = if x != 0.0 && x.is_finite() && v.is_finite() {
             ((v - x) / x).abs()
         } else {

@@ -255,8 +255,11 @@ impl Scheme {
                 return bad("an integer element needs a scale rule (affine)".into())
             }
             (Rule::None, Element::Float(_)) => {
-                if self.blocks != Blocks::Tensor || self.second.is_some() {
-                    return bad("a cast has no blocks or scales; drop the block options, or use tensor:FORMAT or amax:FORMAT".into());
+                if self.blocks != Blocks::Tensor
+                    || self.second.is_some()
+                    || self.scale != FloatFormat::FP64
+                {
+                    return bad("a cast has no blocks or scales; drop the block and scale options, or use tensor:FORMAT or amax:FORMAT".into());
                 }
                 return Ok(());
             }

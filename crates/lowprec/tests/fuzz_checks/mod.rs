@@ -16,12 +16,13 @@ use std::collections::BTreeMap;
 pub type Check = fn(&[u8]);
 
 /// The targets, by name (the corpus and regression folders use these names).
-pub const TARGETS: [(&str, Check); 5] = [
+pub const TARGETS: [(&str, Check); 6] = [
     ("npy", npy_reader),
     ("safetensors", safetensors_reader),
     ("quantized", quantized_reader),
     ("format_name", format_name),
     ("scheme_name", scheme_name),
+    ("decimal", decimal),
 ];
 
 /// A `.npy` file that reads writes back to bytes that read to the same array, and writing is
@@ -102,5 +103,26 @@ pub fn scheme_name(data: &[u8]) {
         let name = q.to_string();
         let r = Scheme::parse(&name).unwrap_or_else(|e| panic!("{s:?} → {name:?}: {e}"));
         assert_eq!(q, r, "{s:?} → {name:?}");
+    }
+}
+
+/// An exact literal that Rust's own (correctly rounded) `f64` parser also reads gives the
+/// same binary64, nearest even; every literal rounds into bfloat16 without panicking.
+pub fn decimal(data: &[u8]) {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    if s.len() > 2000 {
+        return;
+    }
+    if let Ok(x) = lowprec::exact::Exact::parse(s) {
+        let v = x.to_f64();
+        if let Ok(w) = s.trim().parse::<f64>() {
+            assert!(
+                v.to_bits() == w.to_bits() || (v.is_nan() && w.is_nan()),
+                "{s:?}: {v:e} vs {w:e}"
+            );
+        }
+        let _ = FloatFormat::BF16.round_exact(&x, &Default::default());
     }
 }
