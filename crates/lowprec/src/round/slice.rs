@@ -193,7 +193,15 @@ fn hardware16(fmt: &FloatFormat, opts: &RoundOptions) -> Option<(Half16, [u16; 2
 
 /// [`hardware16`] over a whole slice, in parallel chunks like the generic kernel.
 fn run_hardware16((kind, nan): (Half16, [u16; 2]), src: &[f32], dst: Dst<'_>) -> Status {
-    let run = |s: &[f32], d: Dst<'_>| cast16::convert(kind, s, d, nan).unwrap_or_default();
+    // outputs larger than this go around the cache (non-temporal stores): they would not
+    // stay in it, and an ordinary store first reads the line it writes
+    const STREAM_MIN_BYTES: usize = 16 << 20;
+    let bytes = match &dst {
+        Dst::Codes(_) => 2,
+        Dst::Values(_) => 4,
+    };
+    let stream = src.len() * bytes >= STREAM_MIN_BYTES;
+    let run = |s: &[f32], d: Dst<'_>| cast16::convert(kind, s, d, nan, stream).unwrap_or_default();
     match dst {
         Dst::Codes(d) => for_chunks(src, d, 0, |s, d, _| run(s, Dst::Codes(d))),
         Dst::Values(d) => for_chunks(src, d, 0, |s, d, _| run(s, Dst::Values(d))),

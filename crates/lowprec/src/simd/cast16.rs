@@ -73,11 +73,19 @@ fn available_at(kind: Half16, level: super::Level) -> bool {
 }
 
 /// Round `src` to `kind` (nearest even, overflow to ±Inf) into `dst` (the same length);
-/// `nan` holds the format's NaN codes for a positive and a negative sign. `None` when the
+/// `nan` holds the format's NaN codes for a positive and a negative sign. With `stream`, the
+/// AVX-512 paths write with non-temporal stores (for outputs too large to stay in cache:
+/// the line is not read before it is written); the results are the same. `None` when the
 /// CPU lacks the instructions ([`available`] is false); the caller then runs the generic
 /// kernel.
-pub(crate) fn convert(kind: Half16, src: &[f32], dst: Dst<'_>, nan: [u16; 2]) -> Option<Status> {
-    convert_at(kind, super::active(), src, dst, nan)
+pub(crate) fn convert(
+    kind: Half16,
+    src: &[f32],
+    dst: Dst<'_>,
+    nan: [u16; 2],
+    stream: bool,
+) -> Option<Status> {
+    convert_at(kind, super::active(), src, dst, nan, stream)
 }
 
 /// [`convert`] with the instructions of `level`.
@@ -87,6 +95,7 @@ fn convert_at(
     src: &[f32],
     dst: Dst<'_>,
     nan: [u16; 2],
+    stream: bool,
 ) -> Option<Status> {
     assert_eq!(src.len(), dst.len(), "internal: cast16 lengths differ");
     if !available_at(kind, level) {
@@ -98,11 +107,11 @@ fn convert_at(
         if kind == Half16::Bf16 {
             // SAFETY: `available_at(Bf16, level)` confirmed the AVX-512 level (F/BW/VL/AVX2;
             // F16C is implied by AVX-512F) and AVX-512 BF16 on this CPU.
-            unsafe { x86::avx512_bf16(src, dst, nan, &mut c) };
+            unsafe { x86::avx512_bf16(src, dst, nan, &mut c, stream) };
         } else if level >= super::Level::Avx512 {
             // SAFETY: the AVX-512 level (F/BW/VL/AVX2) is detected (`level <= detected()`)
             // and `available_at(Fp16, level)` confirmed F16C.
-            unsafe { x86::avx512_fp16(src, dst, nan, &mut c) };
+            unsafe { x86::avx512_fp16(src, dst, nan, &mut c, stream) };
         } else {
             // SAFETY: `available_at(Fp16, level)` confirmed the AVX2 level and F16C.
             unsafe { x86::avx2_f16c(src, dst, nan, &mut c) };
@@ -119,7 +128,7 @@ fn convert_at(
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (src, dst, nan);
+        let _ = (src, dst, nan, stream);
         None
     }
 }
@@ -130,11 +139,16 @@ fn convert_at(
 /// them; an `#[inline(always)]` function of its own would call the intrinsics out of line).
 #[cfg(target_arch = "x86_64")]
 macro_rules! avx512_body {
-    ($kind:expr, $src:expr, $dst:expr, $nan:expr, $c:expr) => {{
-        let (kind, src, mut dst, nan, c): (Half16, &[f32], Dst<'_>, [u16; 2], &mut [u64; 6]) =
-            ($kind, $src, $dst, $nan, $c);
+    ($kind:expr, $src:expr, $dst:expr, $nan:expr, $c:expr, $nt:expr) => {{
+        let (kind, src, mut dst, nan, c, nt): (
+            Half16,
+            &[f32],
+            Dst<'_>,
+            [u16; 2],
+            &mut [u64; 6],
+            bool,
+        ) = ($kind, $src, $dst, $nan, $c, $nt);
         let n = src.len();
-        let whole = n / 16 * 16;
         let nan_pos = _mm256_set1_epi16(nan[0] as i16);
         let nan_neg = _mm256_set1_epi16(nan[1] as i16);
         let min_normal = _mm512_set1_epi32(match kind {
@@ -208,23 +222,65 @@ macro_rules! avx512_body {
             let a = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(ABS));
             _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, min_normal), span) == 0xffff
         };
+        // In a plain vector every lane is normal in the format, so a lane is inexact exactly
+        // when the binary32 bits below the format's last place are not all zero (13 for
+        // binary16, 16 for bfloat16); the rounded values are made only when they are wanted.
+        let low_bits = _mm512_set1_epi32(match kind {
+            Half16::Fp16 => 0x1fff,
+            Half16::Bf16 => 0xffff,
+        });
+        let values = matches!(dst, Dst::Values(_));
         let fast = |x: __m512, cnt: &mut [__m512i; 6]| -> (__m256i, __m512) {
-            let (h, y) = match kind {
+            let h = match kind {
                 Half16::Fp16 => {
-                    let h = _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x);
-                    (h, _mm512_cvtph_ps(h))
+                    _mm512_cvtps_ph::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(x)
                 }
-                Half16::Bf16 => {
-                    let h: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(x));
-                    let y = _mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h));
-                    (h, _mm512_castsi512_ps(y))
+                Half16::Bf16 => std::mem::transmute::<__m256bh, __m256i>(_mm512_cvtneps_pbh(x)),
+            };
+            let y = match (values, kind) {
+                (false, _) => x,
+                (true, Half16::Fp16) => _mm512_cvtph_ps(h),
+                (true, Half16::Bf16) => {
+                    _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(h)))
                 }
             };
-            let inexact = _mm512_cmp_ps_mask::<_CMP_NEQ_OQ>(y, x);
+            let inexact = _mm512_test_epi32_mask(_mm512_castps_si512(x), low_bits);
             cnt[0] = _mm512_mask_add_epi32(cnt[0], inexact, cnt[0], _mm512_set1_epi32(1));
             (h, y)
         };
-        let mut i = 0;
+        // a partial vector (the unaligned head of a streaming call, the tail): through a
+        // zero-padded stack vector
+        let part = |dst: &mut Dst<'_>, lo: usize, hi: usize, cnt: &mut [__m512i; 6]| {
+            let mut t = [0f32; 16];
+            t[..hi - lo].copy_from_slice(&src[lo..hi]);
+            let (h, y) = step(_mm512_loadu_ps(t.as_ptr()), cnt);
+            match dst {
+                Dst::Codes(d) => {
+                    let mut o = [0u16; 16];
+                    _mm256_storeu_si256(o.as_mut_ptr().cast(), h);
+                    d[lo..hi].copy_from_slice(&o[..hi - lo]);
+                }
+                Dst::Values(d) => {
+                    _mm512_storeu_ps(t.as_mut_ptr(), y);
+                    d[lo..hi].copy_from_slice(&t[..hi - lo]);
+                }
+            }
+        };
+        // streaming stores need a 32-byte (codes) or 64-byte (values) aligned destination
+        let head = if nt {
+            let (addr, unit, size) = match &dst {
+                Dst::Codes(d) => (d.as_ptr() as usize, 32, 2),
+                Dst::Values(d) => (d.as_ptr() as usize, 64, 4),
+            };
+            ((unit - addr % unit) % unit / size).min(n)
+        } else {
+            0
+        };
+        if head > 0 {
+            part(&mut dst, 0, head, &mut cnt);
+        }
+        let whole = head + (n - head) / 16 * 16;
+        let mut i = head;
         while i < whole {
             let x = _mm512_loadu_ps(src[i..i + 16].as_ptr());
             let (h, y) = if plain(x) {
@@ -232,27 +288,20 @@ macro_rules! avx512_body {
             } else {
                 step(x, &mut cnt)
             };
-            match &mut dst {
-                Dst::Codes(d) => _mm256_storeu_si256(d[i..i + 16].as_mut_ptr().cast(), h),
-                Dst::Values(d) => _mm512_storeu_ps(d[i..i + 16].as_mut_ptr(), y),
+            match (&mut dst, nt) {
+                (Dst::Codes(d), false) => _mm256_storeu_si256(d[i..i + 16].as_mut_ptr().cast(), h),
+                (Dst::Values(d), false) => _mm512_storeu_ps(d[i..i + 16].as_mut_ptr(), y),
+                // aligned: `head` brought the address to a multiple of the vector
+                (Dst::Codes(d), true) => _mm256_stream_si256(d[i..i + 16].as_mut_ptr().cast(), h),
+                (Dst::Values(d), true) => _mm512_stream_ps(d[i..i + 16].as_mut_ptr(), y),
             }
             i += 16;
         }
+        if nt {
+            _mm_sfence();
+        }
         if whole < n {
-            let mut t = [0f32; 16];
-            t[..n - whole].copy_from_slice(&src[whole..]);
-            let (h, y) = step(_mm512_loadu_ps(t.as_ptr()), &mut cnt);
-            match &mut dst {
-                Dst::Codes(d) => {
-                    let mut o = [0u16; 16];
-                    _mm256_storeu_si256(o.as_mut_ptr().cast(), h);
-                    d[whole..].copy_from_slice(&o[..n - whole]);
-                }
-                Dst::Values(d) => {
-                    _mm512_storeu_ps(t.as_mut_ptr(), y);
-                    d[whole..].copy_from_slice(&t[..n - whole]);
-                }
-            }
+            part(&mut dst, whole, n, &mut cnt);
         }
         for (c, v) in c.iter_mut().zip(cnt) {
             *c += _mm512_reduce_add_epi32(v) as u32 as u64;
@@ -273,14 +322,26 @@ mod x86 {
 
     /// Binary16 on AVX-512.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-    pub(super) unsafe fn avx512_fp16(src: &[f32], dst: Dst<'_>, nan: [u16; 2], c: &mut [u64; 6]) {
-        avx512_body!(Half16::Fp16, src, dst, nan, c)
+    pub(super) unsafe fn avx512_fp16(
+        src: &[f32],
+        dst: Dst<'_>,
+        nan: [u16; 2],
+        c: &mut [u64; 6],
+        nt: bool,
+    ) {
+        avx512_body!(Half16::Fp16, src, dst, nan, c, nt)
     }
 
     /// Bfloat16 on AVX-512 BF16.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512bf16,avx2,f16c")]
-    pub(super) unsafe fn avx512_bf16(src: &[f32], dst: Dst<'_>, nan: [u16; 2], c: &mut [u64; 6]) {
-        avx512_body!(Half16::Bf16, src, dst, nan, c)
+    pub(super) unsafe fn avx512_bf16(
+        src: &[f32],
+        dst: Dst<'_>,
+        nan: [u16; 2],
+        c: &mut [u64; 6],
+        nt: bool,
+    ) {
+        avx512_body!(Half16::Bf16, src, dst, nan, c, nt)
     }
 
     /// Binary16 on AVX2 + F16C: eight lanes at a time, the tail zero-padded.
@@ -401,21 +462,20 @@ mod tests {
             if !available_at(kind, level) {
                 continue;
             }
-            let mut c = vec![0u16; x.len()];
-            let mut v = vec![0f32; x.len()];
-            let st = convert_at(kind, level, x, Dst::Codes(&mut c), nan).unwrap();
-            let sv = convert_at(kind, level, x, Dst::Values(&mut v), nan).unwrap();
-            for i in 0..x.len() {
-                let b = x[i].to_bits();
-                assert_eq!(c[i], gc[i], "{fmt} {level:?} code of {b:#010x}");
-                assert_eq!(
-                    v[i].to_bits(),
-                    gv[i].to_bits(),
-                    "{fmt} {level:?} value of {b:#010x}"
-                );
+            for stream in [false, true] {
+                let mut c = vec![0u16; x.len()];
+                let mut v = vec![0f32; x.len()];
+                let st = convert_at(kind, level, x, Dst::Codes(&mut c), nan, stream).unwrap();
+                let sv = convert_at(kind, level, x, Dst::Values(&mut v), nan, stream).unwrap();
+                for i in 0..x.len() {
+                    let b = x[i].to_bits();
+                    assert_eq!(c[i], gc[i], "{fmt} {level:?} {stream} code of {b:#010x}");
+                    let (vb, gb) = (v[i].to_bits(), gv[i].to_bits());
+                    assert_eq!(vb, gb, "{fmt} {level:?} {stream} value of {b:#010x}");
+                }
+                assert_eq!(st, gst, "{fmt} {level:?} {stream} counts");
+                assert_eq!(sv, gst, "{fmt} {level:?} {stream} counts (values)");
             }
-            assert_eq!(st, gst, "{fmt} {level:?} counts");
-            assert_eq!(sv, gst, "{fmt} {level:?} counts (values)");
         }
     }
 
