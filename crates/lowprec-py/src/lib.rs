@@ -262,6 +262,31 @@ fn encode<'py>(
     }
 }
 
+/// Number literals (decimal strings of any length, hexadecimal floats, inf, nan) read
+/// exactly and rounded once into `format`: the values (float64) and the codes (uint64).
+#[pyfunction]
+#[pyo3(signature = (literals, format, rounding="rne", overflow="ovf", seed=0))]
+fn round_exact<'py>(
+    py: Python<'py>,
+    literals: Vec<String>,
+    format: &str,
+    rounding: &str,
+    overflow: &str,
+    seed: u64,
+) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<u64>>)> {
+    let f = format_of(format)?;
+    let o = round_options(rounding, overflow, seed)?;
+    let mut values = Vec::with_capacity(literals.len());
+    let mut codes = Vec::with_capacity(literals.len());
+    for (i, s) in literals.iter().enumerate() {
+        let x = lowprec::exact::Exact::parse(s).map_err(err)?;
+        let oi = o.index_offset(i as u64);
+        values.push(f.round_exact(&x, &oi));
+        codes.push(f.encode_exact(&x, &oi).map_err(err)?);
+    }
+    Ok((PyArray1::from_vec(py, values), PyArray1::from_vec(py, codes)))
+}
+
 /// The values of `codes` in `format` as float64.
 #[pyfunction]
 fn decode<'py>(py: Python<'py>, codes: Codes<'py>, format: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -1378,6 +1403,7 @@ fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
         preset_names,
         round,
         encode,
+        round_exact,
         decode,
         fields,
         all_values,

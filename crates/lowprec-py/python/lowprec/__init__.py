@@ -65,7 +65,7 @@ __all__ = [
     "block_exponent", "Narrowed", "narrow", "state_scale", "launch_peak", "Coefficient",
     "combine", "pairwise_sum", "prefix_sum", "scaled_square_sum",
     # native API
-    "round", "encode", "decode", "quantize", "quantize_file", "dequantize_file", "schemes",
+    "round", "encode", "round_exact", "decode", "quantize", "quantize_file", "dequantize_file", "schemes",
     "pack", "unpack", "report", "report_frame",
     "ml_dtype", "accumulate_native", "gemm", "format_info", "preset_names", "max_abs_error",
 ]
@@ -213,6 +213,24 @@ def encode(x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0,
     a = _floats(x)
     c = _lowprec.encode(a, _spec(format), rounding, overflow, seed, index_offset)
     return _out(_view(c, format) if as_ml_dtypes else c, x)
+
+
+def round_exact(literals, format, rounding="rne", overflow="ovf", seed=0):
+    """Read number strings exactly (decimals of any length, hexadecimal floats such as
+    ``"0x1.8p-3"``, ``"inf"``, ``"nan"``) and round each once into `format`: returns
+    ``(values, codes)``, float64 and uint64 arrays. A float is taken as its exact binary64
+    value. Reading a decimal through float64 first would round twice:
+
+    >>> import lowprec
+    >>> lowprec.round_exact(["1.00390625000000000001"], "bf16")[0].tolist()
+    [1.0078125]
+    >>> float(lowprec.round(1.00390625000000000001, "bf16"))
+    1.0
+    """
+    if isinstance(literals, (str, float, int)):
+        literals = [literals]
+    texts = [s if isinstance(s, str) else float(s).hex() for s in literals]
+    return _lowprec.round_exact(texts, _spec(format), rounding, overflow, seed)
 
 
 def decode(codes, format, as_ml_dtypes=False):
