@@ -310,9 +310,11 @@ impl FloatFormat {
     ///
     /// ```
     /// use lowprec::{exact::Exact, FloatFormat, RoundOptions, RoundingMode};
+    /// // the decimal 0.1 lies between two binary64 numbers; 0.1f64 is the one above it
     /// let x = Exact::parse("0.1").unwrap();
-    /// let up = RoundOptions::new(RoundingMode::Up);
-    /// assert_eq!(FloatFormat::FP64.round_exact(&x, &up), 0.1f64.next_up());
+    /// let (up, down) = (RoundOptions::new(RoundingMode::Up), RoundOptions::new(RoundingMode::Down));
+    /// assert_eq!(FloatFormat::FP64.round_exact(&x, &up), 0.1f64);
+    /// assert_eq!(FloatFormat::FP64.round_exact(&x, &down), 0.1f64.next_down());
     /// ```
     pub fn round_exact(&self, x: &Exact, opts: &RoundOptions) -> f64 {
         self.round(self.binary64_for(x, opts), opts)

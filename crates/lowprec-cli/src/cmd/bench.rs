@@ -60,11 +60,26 @@ pub struct Args {
     /// mx:fp6-e2m3, mx:fp4-e2m1, mxint8, nvfp4, int8:group=128, int4:group=128; `none` for
     /// none), on rows of 4096.
     #[arg(long = "scheme", short = 's')]
-    pub schemes: Vec<String>,
+    pub schemes: Vec<BenchScheme>,
     /// Skip the accumulation and GEMM records (BF16 sums of a 64 × 4096 block, a
     /// 512 × 512 × 512 GEMM with FP8 inputs, a BF16 accumulator and FP32 promotion every 128).
     #[arg(long)]
     pub no_accum: bool,
+}
+
+/// A `--scheme` of `lowprec bench`: a scheme, or `none` (time no scheme).
+#[derive(Clone, Debug)]
+pub struct BenchScheme(Option<super::NamedScheme>);
+
+impl std::str::FromStr for BenchScheme {
+    type Err = lowprec::Error;
+    fn from_str(s: &str) -> lowprec::Result<BenchScheme> {
+        Ok(BenchScheme(if s.eq_ignore_ascii_case("none") {
+            None
+        } else {
+            Some(s.parse()?)
+        }))
+    }
 }
 
 /// The default schemes of `lowprec bench`.
@@ -416,7 +431,8 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         c32: vec![1; n],
         c64: vec![1; n],
     };
-    let schemes: Vec<(String, lowprec::scheme::Scheme)> = if a.schemes.iter().any(|s| s == "none") {
+    let schemes: Vec<(String, lowprec::scheme::Scheme)> = if a.schemes.iter().any(|s| s.0.is_none())
+    {
         vec![]
     } else if a.schemes.is_empty() {
         BENCH_SCHEMES
@@ -426,8 +442,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     } else {
         a.schemes
             .iter()
-            .map(|s| Ok((s.clone(), s.parse()?)))
-            .collect::<Result<_>>()?
+            .flat_map(|s| &s.0)
+            .map(|s| (s.name.clone(), s.scheme))
+            .collect()
     };
     let all = std::thread::available_parallelism().map_or(1, |v| v.get());
     let mut records: Vec<Record> = Vec::new();

@@ -191,6 +191,20 @@ fn hardware16(fmt: &FloatFormat, opts: &RoundOptions) -> Option<(Half16, [u16; 2
     cast16::available(kind).then_some((kind, nan))
 }
 
+impl From<cast16::Counts> for Status {
+    fn from(c: cast16::Counts) -> Status {
+        Status {
+            inexact: c.inexact,
+            overflow: c.overflow,
+            underflow: c.underflow,
+            flushed: c.flushed,
+            nan: c.nan,
+            infinite: c.infinite,
+            ..Status::default()
+        }
+    }
+}
+
 /// [`hardware16`] over a whole slice, in parallel chunks like the generic kernel.
 fn run_hardware16((kind, nan): (Half16, [u16; 2]), src: &[f32], dst: Dst<'_>) -> Status {
     // outputs larger than this go around the cache (non-temporal stores): they would not
@@ -201,7 +215,9 @@ fn run_hardware16((kind, nan): (Half16, [u16; 2]), src: &[f32], dst: Dst<'_>) ->
         Dst::Values(_) => 4,
     };
     let stream = src.len() * bytes >= STREAM_MIN_BYTES;
-    let run = |s: &[f32], d: Dst<'_>| cast16::convert(kind, s, d, nan, stream).unwrap_or_default();
+    let run = |s: &[f32], d: Dst<'_>| {
+        cast16::convert(kind, s, d, nan, stream).map_or_else(Status::default, Status::from)
+    };
     match dst {
         Dst::Codes(d) => for_chunks(src, d, 0, |s, d, _| run(s, Dst::Codes(d))),
         Dst::Values(d) => for_chunks(src, d, 0, |s, d, _| run(s, Dst::Values(d))),

@@ -63,8 +63,10 @@ impl<T: ProbeWord> super::Kernel for Ordinary<'_, T> {
     }
 }
 
-/// Elements per parallel work item (as the slice kernels).
+/// Elements per parallel work item, and the length from which a probe runs in parallel: the
+/// slice kernels' values (`round::slice`; `simd` depends on nothing above it).
 const CHUNK: usize = 1 << 14;
+const PARALLEL_MIN: usize = 1 << 17;
 
 /// Write the top bits of each element of `src` into `dst` (the same length), with the
 /// given stores, in parallel on rayon's pool above `2^17` elements.
@@ -83,7 +85,7 @@ const CHUNK: usize = 1 << 14;
 pub fn stream_probe<T: ProbeWord>(src: &[f32], dst: &mut [T], store: Store) {
     assert_eq!(src.len(), dst.len(), "stream_probe: lengths differ");
     let one = |(s, d): (&[f32], &mut [T])| probe_piece(s, d, store);
-    if src.len() >= crate::round::slice::PARALLEL_MIN && rayon::current_num_threads() > 1 {
+    if src.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
         src.par_chunks(CHUNK)
             .zip(dst.par_chunks_mut(CHUNK))
             .for_each(one);
