@@ -177,6 +177,37 @@ impl Exact {
         Ok(Exact { neg, kind })
     }
 
+    /// The exact value of a binary64 number (its sign included; any NaN is NaN).
+    ///
+    /// ```
+    /// use lowprec::exact::Exact;
+    /// assert_eq!(Exact::from_f64(0.1).to_f64(), 0.1);
+    /// assert_eq!(Exact::from_f64(-0.0).to_f64().to_bits(), (-0.0f64).to_bits());
+    /// ```
+    pub fn from_f64(v: f64) -> Exact {
+        let neg = v.is_sign_negative();
+        let bits = v.to_bits();
+        let (e, f) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
+        let kind = match e {
+            0x7ff if f != 0 => Kind::Nan,
+            0x7ff => Kind::Inf,
+            _ => {
+                // subnormals: f · 2^-1074; normals: (2^52 + f) · 2^(e − 1075)
+                let (m, exp) = if e == 0 {
+                    (f, -1074)
+                } else {
+                    (f | 1 << 52, e as i64 - 1075)
+                };
+                Kind::Finite {
+                    digits: Big(vec![m as u32, (m >> 32) as u32]).trim(),
+                    exp,
+                    radix: 2,
+                }
+            }
+        };
+        Exact { neg, kind }
+    }
+
     /// Whether the literal is a NaN.
     pub fn is_nan(&self) -> bool {
         self.kind == Kind::Nan
@@ -708,24 +739,11 @@ mod tests {
             vals.push(if s & 1 == 1 { -m } else { m } * 2f64.powi(e));
         }
         for &v in &vals {
-            let (e, f) = ((v.to_bits() >> 52) & 0x7ff, v.to_bits() & ((1 << 52) - 1));
-            let sign = if v.is_sign_negative() { "-" } else { "" };
-            let lit = if e == 0 {
-                format!("{sign}0x{f:x}p-1074")
-            } else {
-                format!("{sign}0x{:x}p{}", f | 1 << 52, e as i64 - 1075)
-            };
-            let x = Exact::parse(&lit).unwrap();
-            assert_eq!(x.to_f64().to_bits(), v.to_bits(), "{lit}");
+            let x = Exact::from_f64(v);
+            assert_eq!(x.to_f64().to_bits(), v.to_bits(), "{v:e}");
+            let lit = format!("{v:e}");
             for p in PRESETS.iter() {
-                for mode in [
-                    RoundingMode::NearestEven,
-                    RoundingMode::NearestAway,
-                    RoundingMode::TowardZero,
-                    RoundingMode::Up,
-                    RoundingMode::Down,
-                    RoundingMode::ToOdd,
-                ] {
+                for &mode in &RoundingMode::ALL[..6] {
                     for ovf in [Overflow::Ieee, Overflow::Saturate] {
                         let o = RoundOptions::new(mode).overflow(ovf);
                         let want = crate::reference::round(&p.format, v, &o, 0).value;

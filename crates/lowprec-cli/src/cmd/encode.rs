@@ -34,17 +34,8 @@ pub fn parse_value(s: &str) -> Result<Exact> {
         if !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()) {
             let bits = u64::from_str_radix(h, 16)
                 .with_context(|| format!("`{s}` is not 0x + 16 hex digits of binary64 bits"))?;
-            // the bits' exact value, written as a hexadecimal float
-            let v = f64::from_bits(bits);
-            let sign = if v.is_sign_negative() { "-" } else { "" };
-            let (e, f) = ((bits >> 52) & 0x7ff, bits & ((1 << 52) - 1));
-            let literal = match e {
-                0x7ff if f != 0 => "nan".to_string(),
-                0x7ff => format!("{sign}inf"),
-                0 => format!("{sign}0x{f:x}p-1074"),
-                _ => format!("{sign}0x{:x}p{}", f | 1 << 52, e as i64 - 1075),
-            };
-            return Ok(Exact::parse(&literal)?);
+            // the bits' exact value
+            return Ok(Exact::from_f64(f64::from_bits(bits)));
         }
     }
     Ok(Exact::parse(t)?)
