@@ -163,9 +163,11 @@ fn make_format(exp_bits: u32, man_bits: u32, bias: i32, special: &str) -> PyResu
         "fn" => Specials::Fn,
         "fnuz" => Specials::Fnuz,
         "none" => Specials::None,
+        "p3109e" => Specials::P3109Extended,
+        "p3109f" => Specials::P3109Finite,
         _ => {
             return Err(PyValueError::new_err(format!(
-                "special must be one of 'ieee', 'fn', 'fnuz', 'none', not {special:?}"
+                "special must be one of 'ieee', 'fn', 'fnuz', 'none', 'p3109e', 'p3109f', not {special:?}"
             )))
         }
     };

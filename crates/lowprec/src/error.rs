@@ -13,7 +13,7 @@ pub enum Error {
     InvalidFormat(String),
 
     /// A format name or custom-format string that does not parse.
-    #[error("unknown format `{name}`; known formats: {known}; or write a custom one as [u]e<E>m<M>[b<BIAS>][:ieee|fn|fnuz|none][:nozero], e.g. e4m3b7:fn")]
+    #[error("unknown format `{name}`; known formats: {known}; or write a custom one as [u]e<E>m<M>[b<BIAS>][:ieee|fn|fnuz|none|p3109e|p3109f][:nozero], e.g. e4m3b7:fn, or a P3109 name binary<K>p<P><s|u><e|f>, e.g. binary8p3se")]
     UnknownFormat {
         /// The name as given.
         name: String,

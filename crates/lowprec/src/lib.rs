@@ -59,6 +59,7 @@ pub mod format;
 pub mod int;
 pub mod io;
 pub mod metrics;
+pub mod ops;
 pub mod quant;
 pub mod range;
 pub mod reduce;

@@ -24,6 +24,19 @@ pub fn specials(f: &FloatFormat) -> String {
         Specials::Fn => "NaN only".to_string(),
         Specials::Fnuz => "NaN=0x80, no -0".to_string(),
         Specials::None => "none".to_string(),
+        Specials::P3109Extended if f.is_signed() => format!(
+            "Inf=0x{:x}, NaN=0x{:x}, no -0",
+            f.inf_code(false).unwrap_or(0),
+            f.sign_mask()
+        ),
+        Specials::P3109Extended => {
+            format!("Inf=0x{:x}, NaN=0x{:x}", f.max_code() - 1, f.max_code())
+        }
+        Specials::P3109Finite => format!(
+            "NaN=0x{:x}{}",
+            f.nan_code(false).unwrap_or(0),
+            if f.is_signed() { ", no -0" } else { "" }
+        ),
     };
     if !f.is_signed() {
         s.push_str(", unsigned");

@@ -51,6 +51,14 @@ pub enum Specials {
     Fnuz,
     /// Every code is a finite number: no Inf, no NaN (OCP MX FP6 and FP4).
     None,
+    /// IEEE P3109 *extended*: one zero (no −0), one NaN (the code `1 0…0` of a signed
+    /// format, the all-ones code of an unsigned one), +Inf at the largest magnitude code
+    /// (`0 1…1`; the all-ones code minus one when unsigned) and −Inf at the all-ones code.
+    P3109Extended,
+    /// IEEE P3109 *finite*: one zero, one NaN (placed as in [`Specials::P3109Extended`]), no
+    /// infinities; every other code is a number. A signed P3109 finite format has the codes
+    /// of the `fnuz` format of the same widths and bias, but the P3109 operations' rules.
+    P3109Finite,
 }
 
 impl Specials {
@@ -61,7 +69,14 @@ impl Specials {
             Specials::Fn => "fn",
             Specials::Fnuz => "fnuz",
             Specials::None => "none",
+            Specials::P3109Extended => "p3109e",
+            Specials::P3109Finite => "p3109f",
         }
+    }
+
+    /// Whether this is one of the IEEE P3109 policies.
+    pub const fn is_p3109(self) -> bool {
+        matches!(self, Specials::P3109Extended | Specials::P3109Finite)
     }
 }
 
@@ -74,9 +89,10 @@ impl Specials {
 /// Every format whose values binary64 holds exactly is admitted: `m ≤ 52`, at most 64 bits,
 /// and a normal range inside binary64's (`emin ≥ −1022`, `emax ≤ 1023`).
 ///
-/// The design leaves room for the IEEE P3109 formats (K bits, precision P, signed or
-/// unsigned, extended or finite): `signed`, `zero` and [`Specials`] are independent fields,
-/// so a P3109 special policy is one more `Specials` variant, not a new type.
+/// The IEEE P3109 formats (K bits, precision P, signed or unsigned, extended or finite) are
+/// values of the same type: `signed`, `zero` and [`Specials`] are independent fields, and
+/// the P3109 policies are the [`Specials::P3109Extended`] and [`Specials::P3109Finite`]
+/// variants ([`FloatFormat::p3109`] builds one from K, P and the two letters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FloatFormat {
     exp_bits: u8,
@@ -157,6 +173,14 @@ impl FloatFormat {
             return bad(
                 "an unsigned format needs a NaN code (specials fn) for negative inputs".into(),
             );
+        }
+        if specials.is_p3109() && !zero {
+            return bad(
+                "a P3109 format has a zero (exponent field 0 holds zero and the subnormals)".into(),
+            );
+        }
+        if specials == Specials::P3109Extended && (1u64 << (exp_bits + man_bits)) < 4 {
+            return bad("a P3109 extended format needs at least 2 magnitude bits (zero, Inf and NaN take three codes)".into());
         }
         if !zero && specials != Specials::Fn {
             return bad(format!(
@@ -286,10 +310,13 @@ impl FloatFormat {
     /// The magnitude code (sign bit clear) of the largest finite value.
     pub const fn max_mag(&self) -> u64 {
         let all = self.mag_mask();
-        match self.specials {
-            Specials::Ieee => (self.top_field() << self.man_bits) - 1,
-            Specials::Fn => all - 1,
-            Specials::Fnuz | Specials::None => all,
+        match (self.specials, self.signed) {
+            (Specials::Ieee, _) => (self.top_field() << self.man_bits) - 1,
+            (Specials::Fn, _)
+            | (Specials::P3109Finite, false)
+            | (Specials::P3109Extended, true) => all - 1,
+            (Specials::P3109Extended, false) => all - 2,
+            (Specials::Fnuz | Specials::None, _) | (Specials::P3109Finite, true) => all,
         }
     }
 
@@ -347,9 +374,9 @@ impl FloatFormat {
         pow2(-(self.man_bits as i32) - 1)
     }
 
-    /// Whether the format encodes ±Inf.
+    /// Whether the format encodes ±Inf (+Inf only, when unsigned).
     pub const fn has_inf(&self) -> bool {
-        matches!(self.specials, Specials::Ieee)
+        matches!(self.specials, Specials::Ieee | Specials::P3109Extended)
     }
 
     /// Whether the format encodes NaN.
@@ -359,13 +386,24 @@ impl FloatFormat {
 
     /// Whether the format has a distinct −0.
     pub const fn has_negative_zero(&self) -> bool {
-        self.signed && self.zero && !matches!(self.specials, Specials::Fnuz)
+        self.signed
+            && self.zero
+            && !matches!(
+                self.specials,
+                Specials::Fnuz | Specials::P3109Extended | Specials::P3109Finite
+            )
+    }
+
+    /// Whether a NaN code carries the input's sign (ieee and fn formats); fnuz and P3109
+    /// formats have one NaN, and formats without NaN none.
+    pub const fn nan_is_signed(&self) -> bool {
+        self.signed && matches!(self.specials, Specials::Ieee | Specials::Fn)
     }
 
     /// The canonical NaN code produced for a NaN input of the given sign (see
     /// `shared/vectors/README.md`): ieee: exponent all ones with only the quiet bit, sign
-    /// of the input; fn: all ones with the sign of the input; fnuz: `1 0…0`; `None` for
-    /// formats without NaN.
+    /// of the input; fn: all ones with the sign of the input; fnuz and signed P3109: `1 0…0`;
+    /// unsigned P3109: all ones; `None` for formats without NaN.
     ///
     /// ```
     /// use lowprec::FloatFormat;
@@ -382,17 +420,44 @@ impl FloatFormat {
             }
             Specials::Fn => Some(sign | self.mag_mask()),
             Specials::Fnuz => Some(self.sign_mask()),
+            Specials::P3109Extended | Specials::P3109Finite => Some(if self.signed {
+                self.sign_mask()
+            } else {
+                self.max_code()
+            }),
             Specials::None => None,
         }
     }
 
-    /// The code of ±Inf, or `None` for formats without infinities.
+    /// The code of ±Inf, or `None` for formats without infinities (and for −Inf in an
+    /// unsigned format).
+    ///
+    /// ```
+    /// use lowprec::FloatFormat;
+    /// let f = FloatFormat::parse("binary8p3se").unwrap();
+    /// assert_eq!((f.inf_code(false), f.inf_code(true)), (Some(0x7f), Some(0xff)));
+    /// ```
     pub const fn inf_code(&self, negative: bool) -> Option<u64> {
         let sign = if negative { self.sign_mask() } else { 0 };
         match self.specials {
             Specials::Ieee => Some(sign | (self.top_field() << self.man_bits)),
-            _ => None,
+            Specials::P3109Extended => {
+                if self.signed {
+                    Some(sign | self.mag_mask())
+                } else if negative {
+                    None
+                } else {
+                    Some(self.max_code() - 1)
+                }
+            }
+            Specials::Fn | Specials::Fnuz | Specials::None | Specials::P3109Finite => None,
         }
+    }
+
+    /// Whether `code` (low `bits` bits) is an infinity code.
+    pub fn is_inf_code(&self, code: u64) -> bool {
+        let code = code & self.max_code();
+        self.inf_code(false) == Some(code) || self.inf_code(true) == Some(code)
     }
 
     /// Whether `code` (low `bits` bits) is a NaN code.
@@ -405,6 +470,7 @@ impl FloatFormat {
             }
             Specials::Fn => mag == self.mag_mask(),
             Specials::Fnuz => code == self.sign_mask(),
+            Specials::P3109Extended | Specials::P3109Finite => self.nan_code(false) == Some(code),
             Specials::None => false,
         }
     }
@@ -440,7 +506,7 @@ impl FloatFormat {
         }
         let mag = code & self.mag_mask();
         let negative = code & self.sign_mask() != 0;
-        let v = if self.has_inf() && (mag >> self.man_bits) == self.top_field() {
+        let v = if self.is_inf_code(code) {
             f64::INFINITY
         } else {
             self.decode_mag(mag)
@@ -522,7 +588,14 @@ impl FloatFormat {
     pub fn name(&self) -> Cow<'static, str> {
         match PRESETS.iter().find(|p| p.format == *self) {
             Some(p) => Cow::Borrowed(p.name),
-            None => Cow::Owned(self.spec()),
+            None => match self.p3109_params() {
+                Some((k, p, s, e)) => Cow::Owned(format!(
+                    "binary{k}p{p}{}{}",
+                    if s { 's' } else { 'u' },
+                    if e { 'e' } else { 'f' }
+                )),
+                None => Cow::Owned(self.spec()),
+            },
         }
     }
 
@@ -567,6 +640,25 @@ impl FloatFormat {
             }
             (Specials::Fnuz, _, _) => "no Inf, no -0, the code 1 0…0 is the one NaN".into(),
             (Specials::None, _, _) => "no Inf, no NaN: every code is a number".into(),
+            (Specials::P3109Extended, true, _) => format!(
+                "P3109 extended: one zero, NaN 0x{:x}, ±Inf 0x{:x}/0x{:x}",
+                self.sign_mask(),
+                self.mag_mask(),
+                self.max_code()
+            ),
+            (Specials::P3109Extended, false, _) => format!(
+                "P3109 extended, unsigned: NaN 0x{:x}, +Inf 0x{:x}",
+                self.max_code(),
+                self.max_code() - 1
+            ),
+            (Specials::P3109Finite, true, _) => format!(
+                "P3109 finite: one zero, NaN 0x{:x}, no Inf",
+                self.sign_mask()
+            ),
+            (Specials::P3109Finite, false, _) => format!(
+                "P3109 finite, unsigned: NaN 0x{:x}, no Inf",
+                self.max_code()
+            ),
         };
         let max = self.max_finite();
         let max = if (1e-4..1e7).contains(&max) {

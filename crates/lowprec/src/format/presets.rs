@@ -33,6 +33,15 @@ impl FloatFormat {
     /// NVFP4's block scale UE4M3: the non-negative half of E4M3 (7 bits, no sign bit;
     /// `0x7F` NaN, max 448).
     pub const UE4M3: Self = Self::raw(4, 3, 7, Specials::Fn, false, true);
+    /// IEEE P3109 Binary8p3se: E5M2, bias 16, one zero, NaN `0x80`, ±Inf `0x7f`/`0xff`.
+    pub const BINARY8P3SE: Self = Self::raw(5, 2, 16, Specials::P3109Extended, true, true);
+    /// IEEE P3109 Binary8p4se: E4M3, bias 8, one zero, NaN `0x80`, ±Inf `0x7f`/`0xff`.
+    pub const BINARY8P4SE: Self = Self::raw(4, 3, 8, Specials::P3109Extended, true, true);
+    /// IEEE P3109 Binary4p2sf: E2M1, bias 2, one zero, NaN `0x8`, no Inf.
+    pub const BINARY4P2SF: Self = Self::raw(2, 1, 2, Specials::P3109Finite, true, true);
+    /// IEEE P3109 Binary8p1uf, the draft's scale format: unsigned E8M0, bias 128, zero at
+    /// code 0, `2^(c−128)` for codes 1..=254, NaN `0xff`.
+    pub const BINARY8P1UF: Self = Self::raw(8, 0, 128, Specials::P3109Finite, false, true);
 }
 
 /// A preset: its canonical name, the format, accepted aliases and a note.
@@ -140,5 +149,29 @@ pub const PRESETS: &[Preset] = &[
         format: FloatFormat::UE4M3,
         aliases: &["float8ue4m3", "e4m3unsigned"],
         note: "NVFP4 block scale",
+    },
+    Preset {
+        name: "binary8p3se",
+        format: FloatFormat::BINARY8P3SE,
+        aliases: &["p3109e5m2"],
+        note: "IEEE P3109",
+    },
+    Preset {
+        name: "binary8p4se",
+        format: FloatFormat::BINARY8P4SE,
+        aliases: &["p3109e4m3"],
+        note: "IEEE P3109",
+    },
+    Preset {
+        name: "binary4p2sf",
+        format: FloatFormat::BINARY4P2SF,
+        aliases: &["p3109e2m1"],
+        note: "IEEE P3109",
+    },
+    Preset {
+        name: "binary8p1uf",
+        format: FloatFormat::BINARY8P1UF,
+        aliases: &["p3109scale"],
+        note: "IEEE P3109 scale",
     },
 ];

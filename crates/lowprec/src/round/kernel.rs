@@ -217,7 +217,7 @@ impl<I: Float> Plan<I> {
             r => r.min(32) as u64,
         };
         let min_normal_bits = I::from_f64(fmt.min_normal()).to_bits().to_u64();
-        let fnuz = fmt.specials() == Specials::Fnuz;
+        let fnuz = fmt.is_signed() && fmt.has_zero() && !fmt.has_negative_zero();
         let symmetric = (ovf_code(false) | fmt.sign_mask()) == ovf_code(true);
         let full = !fmt.is_signed() || !fmt.has_zero() || fnuz || !symmetric;
         Plan {

@@ -1,0 +1,726 @@
+//! Every arithmetic operation of `lowprec::ops` against an exact reference written plainly
+//! here with big-integer rationals: every pair of codes of every 8-bit P3109 format and of
+//! fp8-e4m3, fp8-e5m2, fp6, fp4, under every deterministic rounding and every saturation
+//! mode; FMA and FAA on every triple of 4- and 6-bit formats.
+//!
+//! The reference brackets the exact result between two neighbours of the format's value list
+//! (extended by one step beyond ±max), picks one by the rounding's definition, and applies
+//! the saturation table transcribed from the draft (P3109 formats) or lowprec's conversion
+//! rules (the others). It shares no code with the library's projection.
+
+use lowprec::ops::{self, Draft, Op, Projection, Rounding, Saturation};
+use lowprec::{FloatFormat, Specials};
+use num_bigint::BigInt;
+use std::cmp::Ordering;
+
+#[derive(Clone, Debug)]
+struct Rat {
+    n: BigInt,
+    d: BigInt, // > 0
+}
+
+impl Rat {
+    fn of(v: f64) -> Rat {
+        assert!(v.is_finite());
+        if v == 0.0 {
+            return Rat {
+                n: BigInt::from(0),
+                d: BigInt::from(1),
+            };
+        }
+        let bits = v.to_bits();
+        let field = ((bits >> 52) & 0x7ff) as i64;
+        let frac = (bits & ((1u64 << 52) - 1)) as i64;
+        let (m, e) = if field == 0 {
+            (frac, -1074)
+        } else {
+            (frac | (1 << 52), field - 1075)
+        };
+        let m = if v < 0.0 { -m } else { m };
+        if e >= 0 {
+            Rat {
+                n: BigInt::from(m) << e as usize,
+                d: BigInt::from(1),
+            }
+        } else {
+            Rat {
+                n: BigInt::from(m),
+                d: BigInt::from(1) << (-e) as usize,
+            }
+        }
+    }
+    fn cmp(&self, o: &Rat) -> Ordering {
+        (&self.n * &o.d).cmp(&(&o.n * &self.d))
+    }
+    fn add(&self, o: &Rat) -> Rat {
+        Rat {
+            n: &self.n * &o.d + &o.n * &self.d,
+            d: &self.d * &o.d,
+        }
+    }
+    fn mul(&self, o: &Rat) -> Rat {
+        Rat {
+            n: &self.n * &o.n,
+            d: &self.d * &o.d,
+        }
+    }
+    fn div(&self, o: &Rat) -> Rat {
+        let (n, d) = (&self.n * &o.d, &self.d * &o.n);
+        if d < BigInt::from(0) {
+            Rat { n: -n, d: -d }
+        } else {
+            Rat { n, d }
+        }
+    }
+    fn sign(&self) -> Ordering {
+        self.n.cmp(&BigInt::from(0))
+    }
+}
+
+/// An exact result: NaN (invalid?), ±Inf, zero (sign normally, sign under rdn), a rational,
+/// or the square root / reciprocal square root of a positive rational.
+#[derive(Clone, Debug)]
+#[allow(dead_code)] // Nan's flag: shown in failure messages
+enum R {
+    Nan(bool),
+    Inf(bool),
+    Zero(bool, bool),
+    Num(Rat),
+    Sqrt(Rat),
+    InvSqrt(Rat),
+}
+
+impl R {
+    fn negative(&self) -> bool {
+        match self {
+            R::Num(q) => q.sign() == Ordering::Less,
+            _ => false,
+        }
+    }
+    /// The exact value compared with `c`.
+    fn cmp(&self, c: &Rat) -> Ordering {
+        match self {
+            R::Num(q) => q.cmp(c),
+            R::Sqrt(q) => {
+                if c.sign() != Ordering::Greater {
+                    Ordering::Greater
+                } else {
+                    q.cmp(&c.mul(c))
+                }
+            }
+            R::InvSqrt(q) => {
+                if c.sign() != Ordering::Greater {
+                    Ordering::Greater
+                } else {
+                    // 1/√q vs c  ⇔  1 vs c²·q
+                    Rat::of(1.0).cmp(&c.mul(c).mul(q))
+                }
+            }
+            _ => unreachable!(),
+        }
+    }
+}
+
+fn from_f64(v: f64) -> R {
+    if v.is_nan() {
+        R::Nan(false)
+    } else if v.is_infinite() {
+        R::Inf(v < 0.0)
+    } else if v == 0.0 {
+        R::Zero(v.is_sign_negative(), v.is_sign_negative())
+    } else {
+        R::Num(Rat::of(v))
+    }
+}
+
+/// IEEE 754 / P3109 exact results, written from the standards' tables.
+fn reference(op: Op, x: &[f64], p3109: bool) -> R {
+    let nan = x.iter().any(|v| v.is_nan());
+    match op {
+        Op::Convert => from_f64(x[0]),
+        Op::Negate => from_f64(-x[0]),
+        Op::Abs => from_f64(x[0].abs()),
+        Op::Add | Op::Subtract | Op::Faa => {
+            let mut t: Vec<f64> = x.to_vec();
+            if op == Op::Subtract {
+                t[1] = -t[1];
+            }
+            if nan {
+                return R::Nan(false);
+            }
+            let pinf = t.contains(&f64::INFINITY);
+            let ninf = t.contains(&f64::NEG_INFINITY);
+            if pinf && ninf {
+                return R::Nan(true);
+            }
+            if pinf || ninf {
+                return R::Inf(ninf);
+            }
+            let s = t.iter().fold(Rat::of(0.0), |a, v| a.add(&Rat::of(*v)));
+            if s.sign() == Ordering::Equal {
+                let all_neg_zero = t.iter().all(|v| *v == 0.0 && v.is_sign_negative());
+                return R::Zero(all_neg_zero, true);
+            }
+            R::Num(s)
+        }
+        Op::Multiply => {
+            if nan {
+                return R::Nan(false);
+            }
+            let neg = x[0].is_sign_negative() != x[1].is_sign_negative();
+            if x[0].is_infinite() || x[1].is_infinite() {
+                return if x[0] == 0.0 || x[1] == 0.0 {
+                    R::Nan(true)
+                } else {
+                    R::Inf(neg)
+                };
+            }
+            if x[0] == 0.0 || x[1] == 0.0 {
+                return R::Zero(neg, neg);
+            }
+            R::Num(Rat::of(x[0]).mul(&Rat::of(x[1])))
+        }
+        Op::Fma => {
+            if nan {
+                return R::Nan(false);
+            }
+            let neg = x[0].is_sign_negative() != x[1].is_sign_negative();
+            let prod_inf = x[0].is_infinite() || x[1].is_infinite();
+            if prod_inf && (x[0] == 0.0 || x[1] == 0.0) {
+                return R::Nan(true);
+            }
+            if prod_inf {
+                if x[2].is_infinite() && (x[2] < 0.0) != neg {
+                    return R::Nan(true);
+                }
+                return R::Inf(neg);
+            }
+            if x[2].is_infinite() {
+                return R::Inf(x[2] < 0.0);
+            }
+            let p = Rat::of(x[0]).mul(&Rat::of(x[1]));
+            let s = p.add(&Rat::of(x[2]));
+            if s.sign() == Ordering::Equal {
+                let prod_zero = p.sign() == Ordering::Equal;
+                if prod_zero && x[2] == 0.0 && neg == x[2].is_sign_negative() {
+                    return R::Zero(neg, neg);
+                }
+                return R::Zero(false, true);
+            }
+            R::Num(s)
+        }
+        Op::Divide | Op::Recip => {
+            let (a, b) = if op == Op::Recip {
+                (1.0, x[0])
+            } else {
+                (x[0], x[1])
+            };
+            if a.is_nan() || b.is_nan() {
+                return R::Nan(false);
+            }
+            let neg = a.is_sign_negative() != b.is_sign_negative();
+            if b == 0.0 {
+                return if p3109 || a == 0.0 {
+                    R::Nan(true)
+                } else {
+                    R::Inf(neg)
+                };
+            }
+            if a.is_infinite() && b.is_infinite() {
+                return R::Nan(true);
+            }
+            if a.is_infinite() {
+                return R::Inf(neg);
+            }
+            if b.is_infinite() || a == 0.0 {
+                return R::Zero(neg, neg);
+            }
+            R::Num(Rat::of(a).div(&Rat::of(b)))
+        }
+        Op::Sqrt => {
+            let v = x[0];
+            if v.is_nan() {
+                R::Nan(false)
+            } else if v == 0.0 {
+                R::Zero(v.is_sign_negative(), v.is_sign_negative())
+            } else if v < 0.0 {
+                R::Nan(true)
+            } else if v.is_infinite() {
+                R::Inf(false)
+            } else {
+                R::Sqrt(Rat::of(v))
+            }
+        }
+        Op::RSqrt => {
+            let v = x[0];
+            if v.is_nan() {
+                R::Nan(false)
+            } else if v == 0.0 {
+                if p3109 {
+                    R::Nan(true)
+                } else {
+                    R::Inf(v.is_sign_negative())
+                }
+            } else if v < 0.0 {
+                R::Nan(true)
+            } else if v.is_infinite() {
+                R::Zero(false, false)
+            } else {
+                R::InvSqrt(Rat::of(v))
+            }
+        }
+        _ => unreachable!(),
+    }
+}
+
+/// A point of the value list: the value, its magnitude code, its sign, whether it is the
+/// virtual step beyond max.
+struct Point {
+    v: Rat,
+    mag: u64,
+    neg: bool,
+    beyond: bool,
+}
+
+/// Every finite value of `f` (both signs, also for unsigned formats), with one virtual step
+/// beyond ±max, ascending.
+fn grid(f: &FloatFormat) -> Vec<Point> {
+    let mut pos: Vec<(f64, u64)> = (0..=f.max_mag())
+        .map(|c| (f.decode(c), c))
+        .filter(|(v, _)| v.is_finite())
+        .collect();
+    pos.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    let (max, max_mag) = *pos.last().unwrap();
+    let step = lowprec::format::pow2(f.emax() - f.man_bits() as i32);
+    let mut pts = vec![];
+    pts.push(Point {
+        v: Rat::of(-max).add(&Rat::of(-step)),
+        mag: max_mag + 1,
+        neg: true,
+        beyond: true,
+    });
+    for &(v, c) in pos.iter().rev() {
+        if v != 0.0 {
+            pts.push(Point {
+                v: Rat::of(-v),
+                mag: c,
+                neg: true,
+                beyond: false,
+            });
+        }
+    }
+    for &(v, c) in &pos {
+        pts.push(Point {
+            v: Rat::of(v),
+            mag: c,
+            neg: false,
+            beyond: false,
+        });
+    }
+    pts.push(Point {
+        v: Rat::of(max).add(&Rat::of(step)),
+        mag: max_mag + 1,
+        neg: false,
+        beyond: true,
+    });
+    pts
+}
+
+/// Where an exact nonzero value falls.
+#[derive(Clone, Copy, Debug)]
+enum Bracket {
+    On(usize),
+    Between(usize, usize, Ordering),
+    Below,
+    Above,
+}
+
+fn bracket(g: &[Point], r: &R) -> Bracket {
+    if r.cmp(&g[0].v) == Ordering::Less {
+        return Bracket::Below;
+    }
+    if r.cmp(&g[g.len() - 1].v) == Ordering::Greater {
+        return Bracket::Above;
+    }
+    // largest i with g[i] ≤ r
+    let (mut lo, mut hi) = (0usize, g.len() - 1);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if r.cmp(&g[mid].v) == Ordering::Less {
+            hi = mid - 1;
+        } else {
+            lo = mid;
+        }
+    }
+    if r.cmp(&g[lo].v) == Ordering::Equal {
+        return Bracket::On(lo);
+    }
+    let two = Rat::of(2.0);
+    let mid = g[lo].v.add(&g[lo + 1].v).div(&two);
+    Bracket::Between(lo, lo + 1, r.cmp(&mid))
+}
+
+fn zero_code(f: &FloatFormat, neg: bool, fam: bool) -> u64 {
+    if neg && !fam && f.has_negative_zero() {
+        f.sign_mask()
+    } else {
+        0
+    }
+}
+
+fn max_code(f: &FloatFormat, neg: bool) -> Option<u64> {
+    Some(f.max_mag() | if neg { f.sign_mask() } else { 0 })
+}
+
+fn nan_or_max(f: &FloatFormat, neg: bool) -> Option<u64> {
+    if f.has_nan() {
+        f.nan_code(false)
+    } else {
+        max_code(f, neg)
+    }
+}
+
+/// An infinite exact result.
+fn infinite(f: &FloatFormat, neg: bool, p: &Projection) -> Option<u64> {
+    let pf = matches!(
+        f.specials(),
+        Specials::P3109Extended | Specials::P3109Finite
+    );
+    if neg && !f.is_signed() {
+        return if pf && p.saturation != Saturation::None {
+            Some(0)
+        } else {
+            f.nan_code(false)
+        };
+    }
+    match p.saturation {
+        Saturation::Finite => max_code(f, neg),
+        Saturation::Propagate | Saturation::None if f.has_inf() => f.inf_code(neg),
+        Saturation::Propagate => max_code(f, neg),
+        Saturation::None if pf && p.draft == Draft::V4 => max_code(f, neg),
+        Saturation::None => nan_or_max(f, neg),
+    }
+}
+
+/// A finite value rounded beyond ±max.
+fn beyond(f: &FloatFormat, neg: bool, p: &Projection) -> Option<u64> {
+    let pf = matches!(
+        f.specials(),
+        Specials::P3109Extended | Specials::P3109Finite
+    );
+    if p.saturation != Saturation::None {
+        return max_code(f, neg);
+    }
+    let to_zero = p.rounding == Rounding::TowardZero
+        || (p.rounding == Rounding::TowardNegative && !neg)
+        || (p.rounding == Rounding::TowardPositive && neg);
+    if to_zero {
+        return max_code(f, neg);
+    }
+    if pf {
+        if p.rounding == Rounding::ToOdd && p.draft == Draft::V4 && !f.is_signed() && f.has_inf() {
+            return max_code(f, neg);
+        }
+        if f.has_inf() {
+            return f.inf_code(neg);
+        }
+        return if p.draft == Draft::V4 {
+            max_code(f, neg)
+        } else {
+            f.nan_code(false)
+        };
+    }
+    if p.rounding == Rounding::ToOdd {
+        return max_code(f, neg);
+    }
+    match f.specials() {
+        Specials::Ieee => f.inf_code(neg),
+        _ => nan_or_max(f, neg),
+    }
+}
+
+fn round_ref(
+    f: &FloatFormat,
+    g: &[Point],
+    r: &R,
+    b: Option<Bracket>,
+    p: &Projection,
+    fam: bool,
+) -> Option<u64> {
+    let down = p.rounding == Rounding::TowardNegative;
+    let pf = matches!(
+        f.specials(),
+        Specials::P3109Extended | Specials::P3109Finite
+    );
+    match r {
+        R::Nan(_) => return f.nan_code(false),
+        R::Inf(neg) => return infinite(f, *neg, p),
+        R::Zero(a, d) => return Some(zero_code(f, if down { *d } else { *a }, fam)),
+        _ => {}
+    }
+    let neg = r.negative();
+    let pick = match b.unwrap() {
+        Bracket::Below => {
+            return beyond(f, true, p)
+                .filter(|_| f.is_signed())
+                .or_else(|| unsigned_negative(f, p, pf))
+        }
+        Bracket::Above => return beyond(f, false, p),
+        Bracket::On(i) => i,
+        Bracket::Between(lo, hi, mid) => {
+            let (small, large) = if neg { (hi, lo) } else { (lo, hi) };
+            let even = |i: usize| g[i].mag.is_multiple_of(2);
+            match p.rounding {
+                Rounding::NearestTiesToEven => match mid {
+                    Ordering::Less => lo,
+                    Ordering::Greater => hi,
+                    Ordering::Equal => {
+                        if even(lo) {
+                            lo
+                        } else {
+                            hi
+                        }
+                    }
+                },
+                Rounding::NearestTiesToAway => match mid {
+                    Ordering::Less => lo,
+                    Ordering::Greater => hi,
+                    Ordering::Equal => large,
+                },
+                Rounding::TowardPositive => hi,
+                Rounding::TowardNegative => lo,
+                Rounding::TowardZero => small,
+                Rounding::ToOdd => {
+                    if even(lo) {
+                        hi
+                    } else {
+                        lo
+                    }
+                }
+                _ => unreachable!(),
+            }
+        }
+    };
+    let pt = &g[pick];
+    if pt.beyond {
+        if pt.neg && !f.is_signed() {
+            return unsigned_negative(f, p, pf);
+        }
+        return beyond(f, pt.neg, p);
+    }
+    if pt.mag == 0 {
+        return Some(zero_code(f, neg, fam));
+    }
+    if pt.neg && !f.is_signed() {
+        return unsigned_negative(f, p, pf);
+    }
+    Some(pt.mag | if pt.neg { f.sign_mask() } else { 0 })
+}
+
+fn unsigned_negative(f: &FloatFormat, p: &Projection, pf: bool) -> Option<u64> {
+    if !pf {
+        return f.nan_code(false);
+    }
+    match (p.saturation, p.rounding) {
+        (Saturation::Finite | Saturation::Propagate, _) => Some(0),
+        (Saturation::None, Rounding::TowardZero | Rounding::TowardPositive) => Some(0),
+        _ => f.nan_code(false),
+    }
+}
+
+fn projections() -> Vec<Projection> {
+    let mut v = vec![];
+    for r in Rounding::DETERMINISTIC {
+        for s in Saturation::ALL {
+            for d in [Draft::D1, Draft::V4] {
+                v.push(Projection {
+                    rounding: r,
+                    saturation: s,
+                    draft: d,
+                });
+            }
+        }
+    }
+    v
+}
+
+/// Check `op` over every combination of codes of `ins` into `out` under every projection.
+fn check(op: Op, ins: &[FloatFormat], out: &FloatFormat) -> u64 {
+    let g = grid(out);
+    let fam = ops::family_p3109(ins, out, op);
+    let width: u32 = ins.iter().map(|f| f.bits()).sum();
+    let n = 1usize << width;
+    let mut codes: Vec<Vec<u64>> = vec![vec![0; n]; ins.len()];
+    let mut refs = Vec::with_capacity(n);
+    #[allow(clippy::needless_range_loop)]
+    for idx in 0..n {
+        let mut rest = width;
+        let mut xs = vec![];
+        for (k, f) in ins.iter().enumerate() {
+            rest -= f.bits();
+            let c = (idx >> rest) as u64 & f.max_code();
+            codes[k][idx] = c;
+            xs.push(f.decode(c));
+        }
+        let r = reference(op, &xs, fam);
+        let b = match r {
+            R::Num(_) | R::Sqrt(_) | R::InvSqrt(_) => Some(bracket(&g, &r)),
+            _ => None,
+        };
+        refs.push((xs, r, b));
+    }
+    let operands: Vec<(FloatFormat, &[u64])> = ins
+        .iter()
+        .zip(&codes)
+        .map(|(f, c)| (*f, c.as_slice()))
+        .collect();
+    let mut checked = 0;
+    for p in projections() {
+        if p.draft == Draft::V4 && !out.specials().is_p3109() {
+            continue;
+        }
+        let mut got = vec![0u64; n];
+        let r = ops::apply(
+            op,
+            &operands,
+            out,
+            &p,
+            ops::Random::Seeded {
+                seed: 0,
+                index_offset: 0,
+            },
+            &mut got,
+        );
+        for (idx, (xs, r_exact, b)) in refs.iter().enumerate() {
+            let want = round_ref(out, &g, r_exact, *b, &p, fam);
+            let have = match &r {
+                Ok(_) => Some(got[idx]),
+                Err(_) => {
+                    ops::apply_scalar(
+                        op,
+                        &ins.iter()
+                            .zip(&codes)
+                            .map(|(f, c)| (*f, c[idx]))
+                            .collect::<Vec<_>>(),
+                        out,
+                        &p,
+                        0,
+                    )
+                    .unwrap()
+                    .code
+                }
+            };
+            assert_eq!(
+                have,
+                want,
+                "{op} {xs:?} ({}) → {} under {} {} {:?}: exact {r_exact:?}",
+                ins.iter()
+                    .map(|f| f.name().to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                out.name(),
+                p.rounding.name(),
+                p.saturation,
+                p.draft
+            );
+            checked += 1;
+        }
+    }
+    checked
+}
+
+fn eight_bit() -> Vec<FloatFormat> {
+    let mut v: Vec<FloatFormat> = [
+        "binary8p1se",
+        "binary8p2sf",
+        "binary8p3se",
+        "binary8p4se",
+        "binary8p5sf",
+        "binary8p6se",
+        "binary8p7sf",
+        "binary8p3ue",
+        "binary8p1uf",
+        "binary8p8ue",
+    ]
+    .iter()
+    .map(|n| FloatFormat::parse(n).unwrap())
+    .collect();
+    v.extend([
+        FloatFormat::FP8_E4M3,
+        FloatFormat::FP8_E5M2,
+        FloatFormat::FP8_E4M3_FNUZ,
+    ]);
+    v
+}
+
+fn small() -> Vec<FloatFormat> {
+    vec![
+        FloatFormat::FP6_E3M2,
+        FloatFormat::FP6_E2M3,
+        FloatFormat::FP4_E2M1,
+        FloatFormat::BINARY4P2SF,
+        FloatFormat::parse("binary6p3se").unwrap(),
+    ]
+}
+
+#[test]
+fn binary_operations_on_every_pair_of_8_bit_codes() {
+    for f in eight_bit().iter().chain(small().iter()) {
+        for op in [Op::Add, Op::Subtract, Op::Multiply, Op::Divide] {
+            let n = check(op, &[*f, *f], f);
+            assert!(n >= 65536 * 18 || f.bits() < 8);
+        }
+    }
+}
+
+#[test]
+fn unary_operations_on_every_code_into_every_format() {
+    let all: Vec<FloatFormat> = eight_bit().into_iter().chain(small()).collect();
+    for f in &all {
+        for op in [Op::Sqrt, Op::RSqrt, Op::Recip, Op::Negate, Op::Abs] {
+            check(op, &[*f], f);
+        }
+        for g in &all {
+            check(Op::Convert, &[*f], g);
+        }
+        check(Op::Convert, &[*f], &FloatFormat::FP16);
+        check(Op::Convert, &[FloatFormat::FP16], f);
+        check(Op::Sqrt, &[FloatFormat::FP16], f);
+    }
+}
+
+#[test]
+fn mixed_formats_round_once() {
+    let p4 = FloatFormat::BINARY8P4SE;
+    let p3 = FloatFormat::BINARY8P3SE;
+    for op in [Op::Add, Op::Subtract, Op::Multiply, Op::Divide] {
+        check(op, &[p4, p3], &p3);
+        check(op, &[p3, p4], &FloatFormat::BINARY4P2SF);
+        check(
+            op,
+            &[FloatFormat::FP8_E4M3, FloatFormat::FP8_E5M2],
+            &FloatFormat::FP6_E2M3,
+        );
+        check(op, &[p4, FloatFormat::FP8_E4M3], &FloatFormat::BF16);
+    }
+}
+
+#[test]
+fn fma_and_faa_on_every_triple_of_small_formats() {
+    for f in small() {
+        for op in [Op::Fma, Op::Faa] {
+            check(op, &[f, f, f], &f);
+        }
+    }
+    let f4 = FloatFormat::BINARY4P2SF;
+    check(
+        Op::Fma,
+        &[f4, f4, FloatFormat::FP8_E4M3],
+        &FloatFormat::BINARY8P3SE,
+    );
+    check(
+        Op::Faa,
+        &[f4, FloatFormat::FP4_E2M1, f4],
+        &FloatFormat::FP6_E3M2,
+    );
+}
