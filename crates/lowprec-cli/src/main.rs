@@ -77,6 +77,12 @@ enum Command {
     Decode(cmd::decode::Args),
     /// Round a float32/float64 .npy array into a format; write values or codes.
     Round(cmd::round::Args),
+    /// Evaluate an expression of literals and operations, each step rounded once: exact value, rounded value, code, bits.
+    Calc(cmd::calc::Args),
+    /// An operation (Add, FMA, Sqrt, Compare…, P3109 and IEEE 754) over .npy arrays, each element rounded once.
+    Op(cmd::op::Args),
+    /// IEEE P3109: the draft's minimum conformance set checked against the exact reference.
+    P3109(cmd::p3109::Args),
     /// Check the fast kernels against the exact reference on every binary32 bit pattern.
     Verify(cmd::verify::Args),
     /// Sum rows in a low-precision accumulator (sequential, pairwise, Kahan, promotion): error table.
@@ -138,6 +144,9 @@ fn main() -> ExitCode {
         Command::Decode(a) => cmd::decode::run(&a),
         Command::Round(a) => cmd::round::run(&a),
         Command::Verify(a) => cmd::verify::run(&a),
+        Command::Calc(a) => cmd::calc::run(&a),
+        Command::Op(a) => cmd::op::run(&a),
+        Command::P3109(a) => cmd::p3109::run(&a),
         Command::Accumulate(a) => cmd::accumulate::run(&a),
         Command::Gemm(a) => cmd::gemm::run(&a),
         Command::Plot(a) => cmd::plot::run(&a),

@@ -218,6 +218,25 @@ impl Exact {
         self.to_f64_mode(RoundingMode::NearestEven)
     }
 
+    /// The value truncated toward zero to binary64 (with its sign) and whether the
+    /// truncation was inexact; `(±Inf, false)` for infinities and `(NaN, false)` for NaN.
+    /// Values beyond binary64's range give `(±MAX, true)`, values below its smallest
+    /// subnormal `(±0, true)`.
+    ///
+    /// ```
+    /// let x = lowprec::exact::Exact::parse("0.1").unwrap();
+    /// let (t, sticky) = x.to_f64_sticky();
+    /// assert!(sticky && t < 0.1 && f64::from_bits(t.to_bits() + 1) == 0.1);
+    /// ```
+    pub fn to_f64_sticky(&self) -> (f64, bool) {
+        let sign = if self.neg { -1.0 } else { 1.0 };
+        match self.parts() {
+            None if self.is_nan() => (f64::NAN, false),
+            None => (sign * f64::INFINITY, false),
+            Some(p) => (sign * p.trunc, p.sticky),
+        }
+    }
+
     /// The value rounded to binary64 in a deterministic `mode` (stochastic rounding gives the
     /// round-to-odd value, which [`FloatFormat::round_exact`] rounds on).
     pub fn to_f64_mode(&self, mode: RoundingMode) -> f64 {
@@ -368,6 +387,75 @@ impl FloatFormat {
         } else {
             x.to_f64_mode(opts.mode)
         }
+    }
+}
+
+impl FloatFormat {
+    /// The shortest decimal string that reads back (nearest even, [`Exact::parse`]) to the
+    /// value of `code` in this format: `0.1` for binary8p4se's 0.1015625, since every number
+    /// nearer to it than to its neighbours names it. `inf`, `-inf`, `nan` for the specials.
+    ///
+    /// ```
+    /// use lowprec::FloatFormat;
+    /// let f = FloatFormat::BINARY8P4SE;
+    /// let c = f.encode(0.1, &Default::default()).unwrap();
+    /// assert_eq!(f.decode(c), 0.1015625);
+    /// assert_eq!(f.shortest_decimal(c), "0.1");
+    /// assert_eq!(FloatFormat::BF16.shortest_decimal(0x4049), "3.14");
+    /// ```
+    pub fn shortest_decimal(&self, code: u64) -> String {
+        let v = self.decode(code);
+        if v.is_nan() {
+            return "nan".into();
+        }
+        if v.is_infinite() {
+            return if v < 0.0 { "-inf" } else { "inf" }.into();
+        }
+        if v == 0.0 {
+            return if v.is_sign_negative() { "-0" } else { "0" }.into();
+        }
+        let opts = RoundOptions::default();
+        for digits in 1..=17usize {
+            let sci = format!("{:.*e}", digits - 1, v);
+            let Ok(x) = Exact::parse(&sci) else { continue };
+            if self.round_exact(&x, &opts).to_bits() == v.to_bits() {
+                return plain_decimal(&sci);
+            }
+        }
+        format!("{v:e}")
+    }
+}
+
+/// `d.ddde±X` written without the exponent when `−5 ≤ X < 17`.
+fn plain_decimal(sci: &str) -> String {
+    let Some((mant, exp)) = sci.split_once('e') else {
+        return sci.to_string();
+    };
+    let Ok(e) = exp.parse::<i32>() else {
+        return sci.to_string();
+    };
+    let (neg, mant) = match mant.strip_prefix('-') {
+        Some(m) => (true, m),
+        None => (false, mant),
+    };
+    let digits: String = mant.chars().filter(|c| c.is_ascii_digit()).collect();
+    if !(-5..17).contains(&e) {
+        return sci.to_string();
+    }
+    let body = if e < 0 {
+        format!("0.{}{}", "0".repeat((-e - 1) as usize), digits)
+    } else {
+        let point = (e + 1) as usize;
+        if digits.len() <= point {
+            format!("{}{}", digits, "0".repeat(point - digits.len()))
+        } else {
+            format!("{}.{}", &digits[..point], &digits[point..])
+        }
+    };
+    if neg {
+        format!("-{body}")
+    } else {
+        body
     }
 }
 

@@ -29,12 +29,15 @@ macro_rules! errln {
 
 pub mod accumulate;
 pub mod bench;
+pub mod calc;
 pub mod decode;
 pub mod dequantize;
 pub mod encode;
 pub mod formats;
 pub mod gemm;
 pub mod info;
+pub mod op;
+pub mod p3109;
 pub mod plot;
 pub mod quantize;
 pub mod report;
@@ -184,6 +187,37 @@ impl RoundArgs {
             .overflow(self.overflow)
             .seed(self.seed)
             .sr_bits(self.sr_bits)
+    }
+}
+
+/// Projection options of the arithmetic commands (`op`, `calc`, `table`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProjectionArgs {
+    /// Rounding: rne, rna, rup, rdn, rtz, rto, sra<N>, srb<N>, src<N> (N random bits, 1 to
+    /// 32), or the draft's names (NearestTiesToEven, …, StochasticA8).
+    #[arg(long, short = 'r', default_value = "rne")]
+    pub rounding: lowprec::ops::Rounding,
+    /// Saturation: none (SatNone, alias OvfInf, ovf), finite (SatFinite, sat) or propagate
+    /// (SatPropagate).
+    #[arg(long, default_value = "none")]
+    pub sat: lowprec::ops::Saturation,
+    /// The P3109 text for SatNone on finite formats: d1 (NaN) or v4.0 (max finite).
+    #[arg(long, default_value = "d1")]
+    pub draft: lowprec::ops::Draft,
+    /// Seed of the stochastic roundings' random bits (counter-based: element i draws
+    /// random_bits(seed, i)).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl ProjectionArgs {
+    /// The projection.
+    pub fn projection(&self) -> lowprec::ops::Projection {
+        lowprec::ops::Projection {
+            rounding: self.rounding,
+            saturation: self.sat,
+            draft: self.draft,
+        }
     }
 }
 

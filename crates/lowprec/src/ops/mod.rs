@@ -39,6 +39,7 @@
 //! ```
 
 pub mod project;
+pub mod reference;
 pub mod wide;
 
 pub use project::{flag, project, Draft, Exact, Outcome, Projection, Rounding, Saturation};
@@ -745,6 +746,87 @@ pub fn apply_scalar(
     let vals: Vec<Val> = operands.iter().map(|(f, c)| operand(f, *c)).collect();
     let p3109 = family_p3109(&fmts, out, op);
     Ok(eval(op, &fmts, &vals, out, prj, p3109, random))
+}
+
+/// One operation on one set of operand codes, with its exact result before projection (for
+/// showing each step, as `lowprec calc` does).
+///
+/// # Errors
+///
+/// As [`apply_scalar`].
+pub fn evaluate(
+    op: Op,
+    operands: &[(FloatFormat, u64)],
+    out: &FloatFormat,
+    prj: &Projection,
+    random: u32,
+) -> Result<(Option<Exact>, Outcome)> {
+    let o = apply_scalar(op, operands, out, prj, random)?;
+    if op.kind() != Kind::Numeric {
+        return Ok((None, o));
+    }
+    let fmts: Vec<FloatFormat> = operands.iter().map(|o| o.0).collect();
+    let vals: Vec<Val> = operands.iter().map(|(f, c)| operand(f, *c)).collect();
+    let p3109 = family_p3109(&fmts, out, op);
+    let down = !p3109 && prj.rounding == Rounding::TowardNegative;
+    Ok((Some(numeric(op, &vals, p3109, down)), o))
+}
+
+/// The exact result of converting a number (an [`crate::exact::Exact`] literal) into `out`
+/// under a projection: a literal rounded once.
+pub fn project_literal(
+    x: &crate::exact::Exact,
+    out: &FloatFormat,
+    prj: &Projection,
+    random: u32,
+) -> (Exact, Outcome) {
+    let e = literal_exact(x, out, prj);
+    (e, project(out, e, prj, out.specials().is_p3109(), random))
+}
+
+/// A literal as an exact result: its binary64 truncation with a sticky bit, which rounds
+/// exactly into every format of at most 52 bits of precision (for binary64 itself the
+/// literal is rounded by [`crate::exact::Exact::to_f64_mode`]; stochastic roundings see the
+/// literal's first 53 bits).
+fn literal_exact(x: &crate::exact::Exact, out: &FloatFormat, prj: &Projection) -> Exact {
+    if x.is_nan() {
+        return NAN;
+    }
+    let (t, sticky) = x.to_f64_sticky();
+    if !sticky {
+        return exact_of(t);
+    }
+    if out.man_bits() >= 52 {
+        let mode = match prj.rounding {
+            Rounding::NearestTiesToAway => crate::RoundingMode::NearestAway,
+            Rounding::TowardPositive => crate::RoundingMode::Up,
+            Rounding::TowardNegative => crate::RoundingMode::Down,
+            Rounding::TowardZero => crate::RoundingMode::TowardZero,
+            Rounding::ToOdd => crate::RoundingMode::ToOdd,
+            Rounding::NearestTiesToEven
+            | Rounding::StochasticA(_)
+            | Rounding::StochasticB(_)
+            | Rounding::StochasticC(_) => crate::RoundingMode::NearestEven,
+        };
+        return exact_of(x.to_f64_mode(mode));
+    }
+    let neg = t.is_sign_negative();
+    if t == 0.0 {
+        // below half of binary64's smallest subnormal
+        return Exact::Val(Wide {
+            neg,
+            sig: 0,
+            exp: -1075,
+            sticky: true,
+        });
+    }
+    let (_, s, e) = wide::split(t);
+    Exact::Val(Wide {
+        neg,
+        sig: s as u128,
+        exp: e,
+        sticky: true,
+    })
 }
 
 /// Whether an operation on these formats follows the P3109 draft.

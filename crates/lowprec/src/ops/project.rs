@@ -532,3 +532,34 @@ fn shr(x: u128, s: u32) -> u128 {
         x >> s
     }
 }
+
+impl std::str::FromStr for Rounding {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Rounding> {
+        Rounding::parse(s).ok_or_else(|| {
+            crate::Error::InvalidArgument(format!(
+                "unknown rounding `{s}`; write rne, rna, rup, rdn, rtz, rto, sra<N>, srb<N>, src<N> (N random bits, 1 to 32) or the draft's names (NearestTiesToEven, StochasticA8, ...)"
+            ))
+        })
+    }
+}
+
+impl std::str::FromStr for Saturation {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Saturation> {
+        Saturation::parse(s).ok_or_else(|| {
+            crate::Error::InvalidArgument(format!(
+                "unknown saturation `{s}`; write finite (SatFinite, sat), propagate (SatPropagate) or none (SatNone, OvfInf, ovf)"
+            ))
+        })
+    }
+}
+
+impl std::str::FromStr for Draft {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Draft> {
+        Draft::parse(s).ok_or_else(|| {
+            crate::Error::InvalidArgument(format!("unknown draft `{s}`; write d1 or v4.0"))
+        })
+    }
+}
