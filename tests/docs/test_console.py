@@ -173,7 +173,10 @@ def bless(page: pathlib.Path, replace: dict[int, list[str]]) -> None:
 
 # Examples that scripts/test already runs as written (a full pass over 2^32 bit patterns takes
 # minutes): checked to be there instead of being run twice.
-RUN_ELSEWHERE = {"lowprec verify --format fp8-e4m3 --format fp16 --format bf16 --rounding rne"}
+RUN_ELSEWHERE = {
+    "lowprec verify --format fp8-e4m3 --format fp16 --format bf16 --rounding rne",
+    "lowprec p3109 conformance --draft v4.0 --json",
+}
 
 
 def help_text(args: list[str]) -> str:
@@ -209,6 +212,10 @@ def make_fixtures(tmp: pathlib.Path, env: dict[str, str]) -> None:
     np.save(tmp / "weights.npy", w)
     np.save(tmp / "x.npy", rng.standard_normal((8, 1000)))
     np.save(tmp / "codes.npy", np.arange(16, dtype=np.uint8).reshape(4, 4))
+    # operands of `lowprec op`: codes of 8-bit formats, binary32 values
+    np.save(tmp / "a.npy", rng.integers(0, 256, 64, dtype=np.uint8))
+    np.save(tmp / "b.npy", rng.integers(0, 256, 64, dtype=np.uint8))
+    np.save(tmp / "c.npy", rng.standard_normal(64).astype(np.float32))
     from safetensors.numpy import save_file
 
     if (tmp / "model.safetensors").exists():

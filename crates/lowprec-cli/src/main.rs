@@ -81,6 +81,8 @@ enum Command {
     Calc(cmd::calc::Args),
     /// An operation (Add, FMA, Sqrt, Compare…, P3109 and IEEE 754) over .npy arrays, each element rounded once.
     Op(cmd::op::Args),
+    /// The full table of an operation on an 8-bit format (65,536 pairs) as CSV, and an SVG heat map.
+    Table(cmd::table_op::Args),
     /// IEEE P3109: the draft's minimum conformance set checked against the exact reference.
     P3109(cmd::p3109::Args),
     /// Check the fast kernels against the exact reference on every binary32 bit pattern.
@@ -146,6 +148,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => cmd::verify::run(&a),
         Command::Calc(a) => cmd::calc::run(&a),
         Command::Op(a) => cmd::op::run(&a),
+        Command::Table(a) => cmd::table_op::run(&a),
         Command::P3109(a) => cmd::p3109::run(&a),
         Command::Accumulate(a) => cmd::accumulate::run(&a),
         Command::Gemm(a) => cmd::gemm::run(&a),

@@ -12,6 +12,7 @@
 
 use lowprec::accum::{self, AccumOptions, GemmOptions, Method, Order};
 use lowprec::block::{mx, nvfp4, tensor};
+use lowprec::ops::{self, Draft, Kind, Op, Projection, Random, Rounding, Saturation};
 use lowprec::quant::{self, Clip, Granularity, IntOptions, Mapping};
 use lowprec::range::{self, Complex32, Complex64};
 use lowprec::reduce::{self, Arith, SoftmaxStats};
@@ -1393,9 +1394,255 @@ fn check_precision(state: &str, source: &str) -> PyResult<String> {
     Ok(p.name().as_str().to_string())
 }
 
+// ---------------------------------------------------------------------------------------
+// operations rounded once (`lowprec::ops`; the Python API is `python/lowprec/ops.py`)
+// ---------------------------------------------------------------------------------------
+
+fn op_of(name: &str) -> PyResult<Op> {
+    Op::parse(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "unknown operation {name:?}; the operations are {} (any case, `_`/`-` ignored; aliases sub, mul, div, neg, min, max, lt, le, eq, gt, ge, nextup, nextdown)",
+            Op::names()
+        ))
+    })
+}
+
+fn projection(rounding: &str, saturation: &str, draft: &str) -> PyResult<Projection> {
+    Ok(Projection {
+        rounding: rounding.parse::<Rounding>().map_err(err)?,
+        saturation: saturation.parse::<Saturation>().map_err(err)?,
+        draft: draft.parse::<Draft>().map_err(err)?,
+    })
+}
+
+/// `(name, arity, kind)` of an operation; `kind` is `numeric`, `same_format`, `boolean` or
+/// `class`.
+#[pyfunction]
+fn ops_info(op: &str) -> PyResult<(&'static str, usize, &'static str)> {
+    let o = op_of(op)?;
+    let kind = match o.kind() {
+        Kind::Numeric => "numeric",
+        Kind::SameFormat => "same_format",
+        Kind::Boolean => "boolean",
+        Kind::Class => "class",
+    };
+    Ok((o.name(), o.arity(), kind))
+}
+
+/// `(draft name, random bits)` of a rounding (`rne`, `sra8`, `StochasticC:12`, …; 0 bits
+/// for the deterministic roundings).
+#[pyfunction]
+fn ops_rounding(rounding: &str) -> PyResult<(String, u32)> {
+    let r = rounding.parse::<Rounding>().map_err(err)?;
+    Ok((r.name(), r.random_bits()))
+}
+
+/// The draft's names of every operation.
+#[pyfunction]
+fn ops_names() -> Vec<&'static str> {
+    Op::ALL.iter().map(|o| o.name()).collect()
+}
+
+/// The format queries of the draft (§4.14) as a dict, in the draft's order.
+#[pyfunction]
+fn ops_queries<'py>(py: Python<'py>, format: &str) -> PyResult<Bound<'py, PyDict>> {
+    let f = format_of(format)?;
+    let d = PyDict::new(py);
+    for (k, v) in ops::queries(&f) {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+/// The `R` of element `i` (0 for the deterministic roundings): the given words or the
+/// counter-based generator's.
+fn random_of(prj: &Projection, random: Random<'_>, i: usize) -> u32 {
+    let nbits = prj.rounding.random_bits();
+    if nbits == 0 {
+        return 0;
+    }
+    match random {
+        Random::Given(r) => r[i],
+        Random::Seeded { seed, index_offset } => {
+            lowprec::round::random_bits(seed, index_offset + i as u64) >> (32 - nbits)
+        }
+    }
+}
+
+fn random_source<'a>(
+    seed: u64,
+    random: Option<&'a [u32]>,
+    n: usize,
+    prj: &Projection,
+) -> PyResult<Random<'a>> {
+    let Some(r) = random else {
+        return Ok(Random::Seeded {
+            seed,
+            index_offset: 0,
+        });
+    };
+    if r.len() != n {
+        return Err(PyValueError::new_err(format!(
+            "{} random words for {n} elements; give one per element",
+            r.len()
+        )));
+    }
+    let nbits = prj.rounding.random_bits();
+    if nbits > 0 && nbits < 32 {
+        if let Some((i, bad)) = r.iter().enumerate().find(|(_, &x)| x >> nbits != 0) {
+            return Err(PyValueError::new_err(format!(
+                "random word {bad} (element {i}) is not below 2^{nbits}; give {nbits}-bit values for {}",
+                prj.rounding.name()
+            )));
+        }
+    }
+    Ok(Random::Given(r))
+}
+
+/// Number literals (decimals of any length, hexadecimal floats, inf, nan) read exactly and
+/// projected once into `format` (`lowprec::ops::project_literal`): the codes (uint64). With
+/// `which`, element `i` is `literals[which[i]]` (each literal parsed once). Under a
+/// stochastic rounding element `i` takes `random[i]`, or the generator's word `i` of `seed`.
+#[pyfunction]
+#[pyo3(signature = (literals, format, rounding="rne", saturation="none", draft="d1", seed=0, random=None, which=None))]
+#[allow(clippy::too_many_arguments)]
+fn ops_literals<'py>(
+    py: Python<'py>,
+    literals: Vec<String>,
+    format: &str,
+    rounding: &str,
+    saturation: &str,
+    draft: &str,
+    seed: u64,
+    random: Option<PyReadonlyArrayDyn<'py, u32>>,
+    which: Option<PyReadonlyArrayDyn<'py, u64>>,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let f = format_of(format)?;
+    let prj = projection(rounding, saturation, draft)?;
+    let parsed = literals
+        .iter()
+        .map(|s| lowprec::exact::Exact::parse(s).map_err(err))
+        .collect::<PyResult<Vec<_>>>()?;
+    let which = which.as_ref().map(slice).transpose()?;
+    if let Some(&bad) = which.and_then(|w| w.iter().find(|&&k| k as usize >= parsed.len())) {
+        return Err(PyValueError::new_err(format!(
+            "literal index {bad} for {} literals",
+            parsed.len()
+        )));
+    }
+    let n = which.map_or(parsed.len(), <[u64]>::len);
+    let r = random.as_ref().map(slice).transpose()?;
+    let src = random_source(seed, r, n, &prj)?;
+    let codes = py.allow_threads(|| -> Result<Vec<u64>, String> {
+        (0..n)
+            .map(|i| {
+                let k = which.map_or(i, |w| w[i] as usize);
+                let (_, o) = ops::project_literal(&parsed[k], &f, &prj, random_of(&prj, src, i));
+                o.code.ok_or_else(|| {
+                    format!(
+                        "the literal {:?} is NaN and {} has no NaN",
+                        literals[k],
+                        f.name()
+                    )
+                })
+            })
+            .collect()
+    });
+    Ok(PyArray1::from_vec(
+        py,
+        codes.map_err(PyValueError::new_err)?,
+    ))
+}
+
+/// One operation over equally long arrays of codes (`[(format, uint64 codes), ...]`), the
+/// result projected once into `out` (`lowprec::ops::apply`, the GIL released): the result
+/// codes (uint64; 0/1 for boolean operations, class indices for Class) and the counts.
+#[pyfunction]
+#[pyo3(signature = (op, operands, out, rounding="rne", saturation="none", draft="d1", seed=0, random=None))]
+#[allow(clippy::too_many_arguments)]
+fn ops_apply<'py>(
+    py: Python<'py>,
+    op: &str,
+    operands: Vec<(String, PyReadonlyArrayDyn<'py, u64>)>,
+    out: &str,
+    rounding: &str,
+    saturation: &str,
+    draft: &str,
+    seed: u64,
+    random: Option<PyReadonlyArrayDyn<'py, u32>>,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+    let o = op_of(op)?;
+    let out_f = format_of(out)?;
+    let prj = projection(rounding, saturation, draft)?;
+    let mut args: Vec<(FloatFormat, &[u64])> = Vec::with_capacity(operands.len());
+    for (spec, codes) in &operands {
+        args.push((format_of(spec)?, slice(codes)?));
+    }
+    let shape: Vec<usize> = operands
+        .first()
+        .map_or_else(|| vec![0], |(_, a)| a.shape().to_vec());
+    let n: usize = shape.iter().product();
+    let r = random.as_ref().map(slice).transpose()?;
+    let src = random_source(seed, r, n, &prj)?;
+    let (codes, c) = fill::<u64, _>(py, &shape, |d| ops::apply(o, &args, &out_f, &prj, src, d))?;
+    let d = PyDict::new(py);
+    d.set_item("total", c.total)?;
+    d.set_item("inexact", c.inexact)?;
+    d.set_item("overflow", c.overflow)?;
+    d.set_item("underflow", c.underflow)?;
+    d.set_item("invalid", c.invalid)?;
+    d.set_item("saturated", c.saturated)?;
+    d.set_item("nan", c.nan)?;
+    Ok((codes.into_any(), d))
+}
+
+/// Every result of a one- or two-operand operation on formats of at most 8 bits
+/// (`lowprec::ops::full_table`): uint64 codes at `(a << bits_b) | b`. A NaN result in a
+/// format without NaN is a `ValueError` naming the operands' codes.
+#[pyfunction]
+#[pyo3(signature = (op, formats, out, rounding="rne", saturation="none", draft="d1"))]
+fn ops_table<'py>(
+    py: Python<'py>,
+    op: &str,
+    formats: Vec<String>,
+    out: &str,
+    rounding: &str,
+    saturation: &str,
+    draft: &str,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let o = op_of(op)?;
+    let fmts = formats
+        .iter()
+        .map(|s| format_of(s))
+        .collect::<PyResult<Vec<_>>>()?;
+    let out_f = format_of(out)?;
+    let prj = projection(rounding, saturation, draft)?;
+    let t = py
+        .allow_threads(|| ops::full_table(o, &fmts, &out_f, &prj))
+        .map_err(err)?;
+    let codes = t
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            r.code.ok_or_else(|| {
+                let which = match fmts.as_slice() {
+                    [_, b] => format!("({}, {})", i >> b.bits(), i as u64 & b.max_code()),
+                    _ => format!("{i}"),
+                };
+                PyValueError::new_err(format!(
+                    "{o} of the codes {which} is NaN and {} has no NaN; choose a result format with a NaN",
+                    out_f.name()
+                ))
+            })
+        })
+        .collect::<PyResult<Vec<u64>>>()?;
+    Ok(PyArray1::from_vec(py, codes))
+}
+
 #[pymodule]
 fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SINGLE_RTOL_FLOOR", range::SINGLE_RTOL_FLOOR)?;
+    m.add("OPS_CLASS_NAMES", ops::CLASS_NAMES.to_vec())?;
     macro_rules! add {
         ($($f:ident),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
     }
@@ -1451,6 +1698,13 @@ fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
         launch_peak,
         admit,
         check_precision,
+        ops_info,
+        ops_rounding,
+        ops_names,
+        ops_queries,
+        ops_literals,
+        ops_apply,
+        ops_table,
     );
     Ok(())
 }

@@ -44,6 +44,7 @@ pub mod report;
 pub mod round;
 pub mod schemes;
 pub mod soliton;
+pub mod table_op;
 pub mod tour;
 pub mod verify;
 

@@ -14,7 +14,7 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:
   lowprec op add a.npy b.npy --in binary8p4se --out binary8p3se -o sum.npy
   lowprec op fma a.npy b.npy c.npy --in binary8p4se,binary8p4se,fp32 --out fp32 -o r.npy -r rtz
-  lowprec op sqrt x.npy --in fp16 --out binary8p3se --sat finite -o r.npy --values
+  lowprec op sqrt codes.npy --in fp16 --out binary8p3se --sat finite -o r.npy --values
 
 Operands are .npy arrays of the same shape: unsigned integers are codes of the operand's
 format, floating-point arrays are values, which must be exactly representable in it.")]

@@ -23,7 +23,6 @@ pub struct Args {
 pub enum Sub {
     /// Check the §4.5 minimum set against the exact reference; exit 0 only with no mismatch.
     #[command(after_help = "Examples:
-  lowprec p3109 conformance
   lowprec p3109 conformance --draft v4.0 --json")]
     Conformance(ConformanceArgs),
 }

@@ -903,3 +903,6 @@ def scaled_square_sum(values, weights=None):
         w = np.ascontiguousarray(np.broadcast_to(np.asarray(weights, dtype=real), a.shape))
         w = w.reshape(-1)
     return _lowprec.scaled_square_sum(a.reshape(-1), w)
+
+
+from . import ops  # noqa: E402,F401  (lowprec.ops: operations rounded once, ops.py)
