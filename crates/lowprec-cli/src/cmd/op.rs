@@ -217,23 +217,22 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         },
         &mut result,
     )?;
-    let data =
-        if a.values && matches!(op.kind(), Kind::Numeric | Kind::SameFormat) {
-            Data::F64(result.iter().map(|&c| out.decode(c)).collect())
-        } else if a.values {
-            Data::F64(result.iter().map(|&c| c as f64).collect())
-        } else {
-            let bits = match op.kind() {
-                Kind::Boolean | Kind::Class => 8,
-                Kind::Numeric | Kind::SameFormat => out.bits(),
-            };
-            match bits {
-                0..=8 => Data::U8(result.iter().map(|&c| c as u8).collect()),
-                9..=16 => Data::U16(result.iter().map(|&c| c as u16).collect()),
-                17..=32 => Data::U32(result.iter().map(|&c| c as u32).collect()),
-                _ => Data::U64(result),
-            }
+    let data = if a.values && matches!(op.kind(), Kind::Numeric | Kind::SameFormat) {
+        Data::F64(result.iter().map(|&c| out.decode(c)).collect())
+    } else if a.values {
+        Data::F64(result.iter().map(|&c| c as f64).collect())
+    } else {
+        let bits = match op.kind() {
+            Kind::Boolean | Kind::Class => 8,
+            Kind::Numeric | Kind::SameFormat => out.bits(),
         };
+        match bits {
+            0..=8 => Data::U8(result.iter().map(|&c| c as u8).collect()),
+            9..=16 => Data::U16(result.iter().map(|&c| c as u16).collect()),
+            17..=32 => Data::U32(result.iter().map(|&c| c as u32).collect()),
+            _ => Data::U64(result),
+        }
+    };
     npy::write(
         &a.output,
         &Array {

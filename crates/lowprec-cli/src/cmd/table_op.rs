@@ -41,7 +41,9 @@ pub struct Args {
 fn result_text(kind: Kind, out: &FloatFormat, o: &Outcome) -> (String, String) {
     match (o.code, kind) {
         (None, _) => ("none".into(), "nan".into()),
-        (Some(c), Kind::Numeric | Kind::SameFormat) => (format!("{c:#x}"), format!("{}", out.decode(c))),
+        (Some(c), Kind::Numeric | Kind::SameFormat) => {
+            (format!("{c:#x}"), format!("{}", out.decode(c)))
+        }
         (Some(c), Kind::Boolean) => (c.to_string(), (c == 1).to_string()),
         (Some(c), Kind::Class) => (c.to_string(), ops::CLASS_NAMES[c as usize].to_string()),
     }
@@ -82,17 +84,27 @@ fn svg(op: Op, fmts: &[FloatFormat], out: &FloatFormat, kind: Kind, table: &[Out
             (Some(c), _) => c as f64,
         })
         .collect();
-    let mags: Vec<f64> = vals.iter().filter(|v| v.is_finite() && **v != 0.0).map(|v| v.abs().log2()).collect();
+    let mags: Vec<f64> = vals
+        .iter()
+        .filter(|v| v.is_finite() && **v != 0.0)
+        .map(|v| v.abs().log2())
+        .collect();
     let lo = mags.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = mags.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let (w, h) = (cols * cell + 20, rows * cell + 60);
     let mut s = String::new();
-    let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#);
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
     let _ = writeln!(
         s,
         r#"<text x="10" y="18">{} of {} → {}: rows first operand's code, columns second's; red +, blue −, darker larger |value|, grey NaN, white 0</text>"#,
         op.name(),
-        fmts.iter().map(|f| f.name().to_string()).collect::<Vec<_>>().join(" × "),
+        fmts.iter()
+            .map(|f| f.name().to_string())
+            .collect::<Vec<_>>()
+            .join(" × "),
         out.name()
     );
     for r in 0..rows {
@@ -121,23 +133,37 @@ fn svg(op: Op, fmts: &[FloatFormat], out: &FloatFormat, kind: Kind, table: &[Out
 pub fn run(a: &Args) -> Result<ExitCode> {
     let op = a.op;
     if op.arity() > 2 {
-        bail!("{op} takes {} operands; a table is for one- and two-operand operations", op.arity());
+        bail!(
+            "{op} takes {} operands; a table is for one- and two-operand operations",
+            op.arity()
+        );
     }
     let fmts = operand_formats(op, &a.formats)?;
     if let Some(f) = fmts.iter().find(|f| f.bits() > 8) {
-        bail!("{} has {} bits; a table is for formats of at most 8 bits (65,536 pairs)", f.name(), f.bits());
+        bail!(
+            "{} has {} bits; a table is for formats of at most 8 bits (65,536 pairs)",
+            f.name(),
+            f.bits()
+        );
     }
     let out = result_format(op, a.out_format, fmts[0])?;
     let prj = a.projection.projection();
     if prj.rounding.random_bits() != 0 {
-        bail!("a table needs a deterministic rounding (rne, rna, rup, rdn, rtz, rto), not {}", prj.rounding.name());
+        bail!(
+            "a table needs a deterministic rounding (rne, rna, rup, rdn, rtz, rto), not {}",
+            prj.rounding.name()
+        );
     }
     let started = Instant::now();
     let table = ops::full_table(op, &fmts, &out, &prj)?;
     let took = started.elapsed();
     let mut csv = String::with_capacity(table.len() * 40);
     let two = fmts.len() == 2;
-    csv.push_str(if two { "a,b,a_value,b_value,code,value\n" } else { "a,a_value,code,value\n" });
+    csv.push_str(if two {
+        "a,b,a_value,b_value,code,value\n"
+    } else {
+        "a,a_value,code,value\n"
+    });
     let nb = if two { fmts[1].bits() } else { 0 };
     for (idx, o) in table.iter().enumerate() {
         let (code, value) = result_text(op.kind(), &out, o);
@@ -168,7 +194,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 table.len(),
                 took.as_secs_f64() * 1e3,
                 p.display(),
-                a.plot.as_ref().map_or(String::new(), |q| format!(" and {}", q.display()))
+                a.plot
+                    .as_ref()
+                    .map_or(String::new(), |q| format!(" and {}", q.display()))
             )?;
         }
         None => out!("{csv}")?,
