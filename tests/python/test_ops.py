@@ -361,6 +361,10 @@ def test_values_must_be_values_of_the_format():
         ops.negate(np.array([[1.0], [0.1]]), formats="bf16", out="bf16")
     with pytest.raises(ValueError, match="inf, is not a value of fp8-e4m3"):
         ops.negate(np.array([np.inf]), formats="fp8-e4m3", out="fp32")
+    with pytest.raises(ValueError, match="element 1, nan, is not a value of fp4-e2m1;"):
+        ops.negate(np.array([1.0, np.nan]), formats="fp4-e2m1", out="fp4-e2m1")
+    with pytest.raises(ValueError, match="operand 1, 0.0, is not a value of e8m0"):
+        ops.convert(0.0, formats="e8m0", out="fp32")
     # float16, float32, float64 and Python scalars of the format are accepted
     for dt in (np.float16, np.float32, np.float64):
         np.testing.assert_array_equal(

@@ -267,6 +267,9 @@ fn encode<'py>(
 
 /// Number literals (decimal strings of any length, hexadecimal floats, inf, nan) read
 /// exactly and rounded once into `format`: the values (float64) and the codes (uint64).
+/// Values (float64) and codes (uint64) of one call.
+type ValuesAndCodes<'py> = (Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<u64>>);
+
 #[pyfunction]
 #[pyo3(signature = (literals, format, rounding="rne", overflow="ovf", seed=0))]
 fn round_exact<'py>(
@@ -276,7 +279,7 @@ fn round_exact<'py>(
     rounding: &str,
     overflow: &str,
     seed: u64,
-) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyArray1<u64>>)> {
+) -> PyResult<ValuesAndCodes<'py>> {
     let f = format_of(format)?;
     let o = round_options(rounding, overflow, seed)?;
     let mut values = Vec::with_capacity(literals.len());
@@ -1519,10 +1522,15 @@ fn ops_literals<'py>(
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
     let f = format_of(format)?;
     let prj = projection(rounding, saturation, draft)?;
+    // each literal's exact value as the projection sees it (it does not depend on `R`)
     let parsed = literals
         .iter()
-        .map(|s| lowprec::exact::Exact::parse(s).map_err(err))
+        .map(|s| {
+            let x = lowprec::exact::Exact::parse(s).map_err(err)?;
+            Ok(ops::project_literal(&x, &f, &prj, 0).0)
+        })
         .collect::<PyResult<Vec<_>>>()?;
+    let p3109 = f.specials().is_p3109();
     let which = which.as_ref().map(slice).transpose()?;
     if let Some(&bad) = which.and_then(|w| w.iter().find(|&&k| k as usize >= parsed.len())) {
         return Err(PyValueError::new_err(format!(
@@ -1537,7 +1545,7 @@ fn ops_literals<'py>(
         (0..n)
             .map(|i| {
                 let k = which.map_or(i, |w| w[i] as usize);
-                let (_, o) = ops::project_literal(&parsed[k], &f, &prj, random_of(&prj, src, i));
+                let o = ops::project(&f, parsed[k], &prj, p3109, random_of(&prj, src, i));
                 o.code.ok_or_else(|| {
                     format!(
                         "the literal {:?} is NaN and {} has no NaN",

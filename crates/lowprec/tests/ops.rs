@@ -724,3 +724,80 @@ fn fma_and_faa_on_every_triple_of_small_formats() {
         &FloatFormat::FP6_E3M2,
     );
 }
+
+#[test]
+fn pair_tables_give_what_apply_gives_with_the_same_counts() {
+    let mut seed = 0x1234_5678_u64;
+    let mut next = || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as u8
+    };
+    let n = 200_000; // above the parallel threshold
+    let a: Vec<u8> = (0..n).map(|_| next()).collect();
+    let b: Vec<u8> = (0..n).map(|_| next()).collect();
+    let (a64, b64): (Vec<u64>, Vec<u64>) = (
+        a.iter().map(|&x| x as u64).collect(),
+        b.iter().map(|&x| x as u64).collect(),
+    );
+    for (op, fa, fb, out) in [
+        (
+            Op::Add,
+            FloatFormat::FP8_E4M3,
+            FloatFormat::FP8_E4M3,
+            FloatFormat::FP8_E4M3,
+        ),
+        (
+            Op::Divide,
+            FloatFormat::BINARY8P4SE,
+            FloatFormat::BINARY8P3SE,
+            FloatFormat::BINARY8P3SE,
+        ),
+        (
+            Op::Multiply,
+            FloatFormat::FP8_E5M2,
+            FloatFormat::FP8_E4M3,
+            FloatFormat::BF16,
+        ),
+        (
+            Op::CompareLess,
+            FloatFormat::FP8_E5M2,
+            FloatFormat::FP8_E5M2,
+            FloatFormat::FP8_E5M2,
+        ),
+    ] {
+        let p = Projection::new(Rounding::TowardZero, Saturation::Finite);
+        let t = ops::PairTable::new(op, fa, fb, out, &p).unwrap();
+        let mut want = vec![0u64; n];
+        let wc = ops::apply(
+            op,
+            &[(fa, &a64), (fb, &b64)],
+            &out,
+            &p,
+            ops::Random::Seeded {
+                seed: 0,
+                index_offset: 0,
+            },
+            &mut want,
+        )
+        .unwrap();
+        let gc = if out.bits() <= 8 || op.kind() == ops::Kind::Boolean {
+            let mut got = vec![0u8; n];
+            let c = t.apply_u8(&a, &b, &mut got).unwrap();
+            assert!(got.iter().zip(&want).all(|(g, w)| *g as u64 == *w), "{op}");
+            c
+        } else {
+            let mut got = vec![0u16; n];
+            let c = t.apply_u16(&a, &b, &mut got).unwrap();
+            assert!(got.iter().zip(&want).all(|(g, w)| *g as u64 == *w), "{op}");
+            c
+        };
+        assert_eq!(gc, wc, "{op}: counts");
+        // (e5m2 × e4m3 is exact in bf16: 3 + 4 significand bits)
+        assert!(
+            op.kind() == ops::Kind::Boolean || out.bits() > 8 || wc.inexact > 0,
+            "{op}: some rounding happened"
+        );
+    }
+}

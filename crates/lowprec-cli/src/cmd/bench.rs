@@ -9,6 +9,7 @@ use crate::table::Table;
 use anyhow::{Context, Result};
 use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use lowprec::format::PRESETS;
+use lowprec::ops::{Op, PairTable, Projection};
 use lowprec::simd::{stream_probe, Store};
 use lowprec::{encode_into, round_into, FloatFormat, RoundOptions, RoundingMode};
 use rayon::prelude::*;
@@ -149,6 +150,11 @@ impl Record {
 
     /// The probe of a record's traffic: binary32 in, and the bytes written per element.
     fn probe_name(&self, code_bytes: Option<usize>) -> Option<String> {
+        if self.input == "u8" && self.op.starts_with("op ") {
+            // two 1-byte operands in, a 1- or 2-byte code out
+            let wide = self.format.ends_with("bf16") || self.format.ends_with("fp16");
+            return Some(format!("r2w{}", if wide { 2 } else { 1 }));
+        }
         if self.input != "f32" || self.buffer != "preallocated" || self.kernel == "probe" {
             return None;
         }
@@ -254,6 +260,67 @@ fn measure(
         let t = time(a.reps, || stream_probe(&b.x32, &mut b.c32, store));
         probes.push(("r4w4", name, t));
     }
+    // elementwise operations on 8-bit codes through a pair table, and the streaming probe of
+    // the same bytes (read two 1-byte operands, write a 1- or 2-byte result)
+    let (ca, cb): (Vec<u8>, Vec<u8>) = (
+        b.x32.iter().map(|v| v.to_bits() as u8).collect(),
+        b.x32.iter().map(|v| (v.to_bits() >> 8) as u8).collect(),
+    );
+    for (op, fa, fo) in [
+        (Op::Add, FloatFormat::FP8_E4M3, FloatFormat::FP8_E4M3),
+        (Op::Multiply, FloatFormat::FP8_E4M3, FloatFormat::FP8_E4M3),
+        (Op::Add, FloatFormat::BINARY8P4SE, FloatFormat::BINARY8P3SE),
+        (Op::Multiply, FloatFormat::FP8_E4M3, FloatFormat::BF16),
+    ] {
+        let built = std::time::Instant::now();
+        let table = PairTable::new(op, fa, fa, fo, &Projection::default())?;
+        let build_s = built.elapsed().as_secs_f64();
+        let name = format!("{}→{}", fa.name(), fo.name());
+        let t = if fo.bits() <= 8 {
+            time(a.reps, || drop(table.apply_u8(&ca, &cb, &mut b.c8)))
+        } else {
+            time(a.reps, || drop(table.apply_u16(&ca, &cb, &mut b.c16)))
+        };
+        push(
+            &format!("op {}", op.name().to_lowercase()),
+            &name,
+            "rne",
+            "u8",
+            "preallocated",
+            "lowprec",
+            t,
+        );
+        push(
+            &format!("op {} table", op.name().to_lowercase()),
+            &name,
+            "rne",
+            "-",
+            "build",
+            "lowprec",
+            (build_s * n as f64 / 65536.0, build_s * n as f64 / 65536.0),
+        );
+    }
+    let t = time(a.reps, || {
+        b.c8.par_chunks_mut(1 << 16)
+            .zip(ca.par_chunks(1 << 16).zip(cb.par_chunks(1 << 16)))
+            .for_each(|(o, (x, y))| {
+                o.iter_mut()
+                    .zip(x.iter().zip(y))
+                    .for_each(|(o, (x, y))| *o = x ^ y)
+            })
+    });
+    push("probe", "r2w1", "-", "u8", "ordinary", "probe", t);
+    let t = time(a.reps, || {
+        b.c16
+            .par_chunks_mut(1 << 16)
+            .zip(ca.par_chunks(1 << 16).zip(cb.par_chunks(1 << 16)))
+            .for_each(|(o, (x, y))| {
+                o.iter_mut()
+                    .zip(x.iter().zip(y))
+                    .for_each(|(o, (x, y))| *o = (*x as u16) << 8 | *y as u16)
+            })
+    });
+    push("probe", "r2w2", "-", "u8", "ordinary", "probe", t);
     let half_f16 = time(a.reps, || half_f16(&b.x32, &mut b.c16));
     let half_bf16 = time(a.reps, || half_bf16(&b.x32, &mut b.c16));
     for (f, store, t) in probes {

@@ -170,9 +170,14 @@ def _value_codes(v, spec, k, name):
     """The codes of values that must be values of `spec` (ValueError naming the first one
     that is not)."""
     flat = np.ascontiguousarray(v.reshape(-1))
-    codes = _lowprec.encode(flat, spec, "rne", "ovf", 0, 0, True)
-    back = _lowprec.decode(codes, spec)
-    bad = ~((back == flat) | (np.isnan(back) & np.isnan(flat)))
+    nan = np.isnan(flat)
+    codes = None
+    if _info(spec)["has_nan"] or not nan.any():
+        codes = _lowprec.encode(flat, spec, "rne", "ovf", 0, 0, True)
+        back = _lowprec.decode(codes, spec)
+        bad = ~((back == flat) | (np.isnan(back) & nan))
+    else:  # no code for NaN: encode would refuse the whole array
+        bad = nan
     if bad.any():
         i = int(np.argmax(bad))
         x = float(flat[i])
@@ -181,7 +186,13 @@ def _value_codes(v, spec, k, name):
         if np.isfinite(x):
             lo = float(_lowprec.round(flat[i:i + 1], spec, "rdn", "ovf")[0])
             hi = float(_lowprec.round(flat[i:i + 1], spec, "rup", "ovf")[0])
-            between = f" (it lies between {lo!r} and {hi!r})"
+            top = _info(spec)["max_value"]
+            if lo < x < hi:
+                between = f" (it lies between {lo!r} and {hi!r})"
+            elif -top <= x <= top:
+                pass
+            else:
+                between = f" (it is beyond the largest finite value, {top!r})"
         raise ValueError(f"{name}: operand {k}{_where(v.shape, i)}, {x!r}, is not a value of "
                          f"{fmt}{between}; give values of the format, its codes (unsigned "
                          "integers), or the number as a string ('0.1') to round it once into "

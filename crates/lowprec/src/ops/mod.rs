@@ -40,9 +40,11 @@
 
 pub mod project;
 pub mod reference;
+mod table;
 pub mod wide;
 
 pub use project::{flag, project, Draft, Exact, Outcome, Projection, Rounding, Saturation};
+pub use table::PairTable;
 
 use crate::error::{Error, Result};
 use crate::format::FloatFormat;
@@ -898,7 +900,7 @@ impl Counts {
         self.nan += nan as u64;
     }
 
-    fn merge(mut self, o: Counts) -> Counts {
+    pub(crate) fn merge(mut self, o: Counts) -> Counts {
         self.total += o.total;
         self.inexact += o.inexact;
         self.overflow += o.overflow;
