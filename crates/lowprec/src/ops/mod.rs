@@ -1,6 +1,6 @@
 //! Operations rounded once: every arithmetic operation of the IEEE P3109 draft (and of IEEE
 //! 754 for its formats) on operands in any formats, its exact real result projected **once**
-//! into any result format ([`project`]).
+//! into any result format ([`mod@project`]).
 //!
 //! The exact results come from [`wide`]: sums in an accumulator spanning every bit of the
 //! terms, products, quotients and roots as integers with a sticky bit. Nothing goes through
@@ -23,7 +23,7 @@
 //! | `TotalOrder` | NaN first | `−NaN < −Inf < … < −0 < +0 < … < +Inf < +NaN` |
 //!
 //! A fn, fnuz or none format takes the IEEE 754 exact result and then its own conversion
-//! rules ([`project`]'s table): an infinite result is NaN in fn/fnuz formats under
+//! rules ([`mod@project`]'s table): an infinite result is NaN in fn/fnuz formats under
 //! `SatNone`, ±max in formats without NaN.
 //!
 //! ```
