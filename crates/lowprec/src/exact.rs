@@ -589,6 +589,14 @@ impl Ord for Big {
     }
 }
 
+impl std::str::FromStr for Exact {
+    type Err = Error;
+    /// As [`Exact::parse`].
+    fn from_str(s: &str) -> Result<Exact> {
+        Exact::parse(s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Exact;

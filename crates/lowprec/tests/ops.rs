@@ -8,74 +8,12 @@
 //! the saturation table transcribed from the draft (P3109 formats) or lowprec's conversion
 //! rules (the others). It shares no code with the library's projection.
 
+mod common;
+
+use common::rat::Rat;
 use lowprec::ops::{self, Draft, Op, Projection, Rounding, Saturation};
 use lowprec::{FloatFormat, Specials};
-use num_bigint::BigInt;
 use std::cmp::Ordering;
-
-#[derive(Clone, Debug)]
-struct Rat {
-    n: BigInt,
-    d: BigInt, // > 0
-}
-
-impl Rat {
-    fn of(v: f64) -> Rat {
-        assert!(v.is_finite());
-        if v == 0.0 {
-            return Rat {
-                n: BigInt::from(0),
-                d: BigInt::from(1),
-            };
-        }
-        let bits = v.to_bits();
-        let field = ((bits >> 52) & 0x7ff) as i64;
-        let frac = (bits & ((1u64 << 52) - 1)) as i64;
-        let (m, e) = if field == 0 {
-            (frac, -1074)
-        } else {
-            (frac | (1 << 52), field - 1075)
-        };
-        let m = if v < 0.0 { -m } else { m };
-        if e >= 0 {
-            Rat {
-                n: BigInt::from(m) << e as usize,
-                d: BigInt::from(1),
-            }
-        } else {
-            Rat {
-                n: BigInt::from(m),
-                d: BigInt::from(1) << (-e) as usize,
-            }
-        }
-    }
-    fn cmp(&self, o: &Rat) -> Ordering {
-        (&self.n * &o.d).cmp(&(&o.n * &self.d))
-    }
-    fn add(&self, o: &Rat) -> Rat {
-        Rat {
-            n: &self.n * &o.d + &o.n * &self.d,
-            d: &self.d * &o.d,
-        }
-    }
-    fn mul(&self, o: &Rat) -> Rat {
-        Rat {
-            n: &self.n * &o.n,
-            d: &self.d * &o.d,
-        }
-    }
-    fn div(&self, o: &Rat) -> Rat {
-        let (n, d) = (&self.n * &o.d, &self.d * &o.n);
-        if d < BigInt::from(0) {
-            Rat { n: -n, d: -d }
-        } else {
-            Rat { n, d }
-        }
-    }
-    fn sign(&self) -> Ordering {
-        self.n.cmp(&BigInt::from(0))
-    }
-}
 
 /// An exact result: NaN (invalid?), ±Inf, zero (sign normally, sign under rdn), a rational,
 /// or the square root / reciprocal square root of a positive rational.
@@ -546,6 +484,11 @@ fn projections() -> Vec<Projection> {
 
 /// Check `op` over every combination of codes of `ins` into `out` under every projection.
 fn check(op: Op, ins: &[FloatFormat], out: &FloatFormat) -> u64 {
+    check_under(op, ins, out, &projections())
+}
+
+/// [`check`] under the given projections.
+fn check_under(op: Op, ins: &[FloatFormat], out: &FloatFormat, prjs: &[Projection]) -> u64 {
     let g = grid(out);
     let fam = ops::family_p3109(ins, out, op);
     let width: u32 = ins.iter().map(|f| f.bits()).sum();
@@ -575,7 +518,7 @@ fn check(op: Op, ins: &[FloatFormat], out: &FloatFormat) -> u64 {
         .map(|(f, c)| (*f, c.as_slice()))
         .collect();
     let mut checked = 0;
-    for p in projections() {
+    for &p in prjs {
         if p.draft == Draft::V4 && !out.specials().is_p3109() {
             continue;
         }
@@ -671,6 +614,50 @@ fn binary_operations_on_every_pair_of_8_bit_codes() {
             assert!(n >= 65536 * 18 || f.bits() < 8);
         }
     }
+}
+
+#[test]
+fn every_8_bit_p3109_format_on_every_pair() {
+    // the twenty K = 8 formats not in `eight_bit()`, under every deterministic rounding with
+    // SatNone and nearest-even with the other saturations and the v4.0 draft
+    let mut prjs: Vec<Projection> = Rounding::DETERMINISTIC
+        .iter()
+        .map(|&r| Projection::new(r, Saturation::None))
+        .collect();
+    prjs.push(Projection::new(
+        Rounding::NearestTiesToEven,
+        Saturation::Finite,
+    ));
+    prjs.push(Projection::new(
+        Rounding::NearestTiesToEven,
+        Saturation::Propagate,
+    ));
+    prjs.push(Projection {
+        draft: Draft::V4,
+        ..Projection::new(Rounding::TowardPositive, Saturation::None)
+    });
+    let tested: Vec<String> = eight_bit().iter().map(|f| f.name().to_string()).collect();
+    let mut n = 0;
+    for p in 1..=8 {
+        for (s, e) in [("s", "e"), ("s", "f"), ("u", "e"), ("u", "f")] {
+            if p == 8 && s == "s" {
+                continue;
+            }
+            let name = format!("binary8p{p}{s}{e}");
+            if tested.contains(&name) {
+                continue;
+            }
+            let f = FloatFormat::parse(&name).unwrap();
+            for op in [Op::Add, Op::Subtract, Op::Multiply, Op::Divide] {
+                check_under(op, &[f, f], &f, &prjs);
+            }
+            n += 1;
+        }
+    }
+    assert_eq!(
+        n + tested.iter().filter(|t| t.starts_with("binary8")).count(),
+        30
+    );
 }
 
 #[test]

@@ -8,9 +8,11 @@
 //! (±0, ±Inf, quiet and signalling NaNs of both signs, subnormals, ±max) and with operand
 //! pairs built to land near overflow, in the subnormal range, or on cancellation.
 
+mod common;
+
+use common::rat::Rat;
 use lowprec::ops::{self, Op, Projection, Random, Rounding, Saturation};
 use lowprec::FloatFormat;
-use num_bigint::BigInt;
 use std::cmp::Ordering;
 
 /// The canonical NaN the library gives in binary32.
@@ -241,78 +243,6 @@ fn nearest_even_matches_the_hardware_on_ten_million_cases_per_operation() {
 // The exact reference
 // ---------------------------------------------------------------------------------------
 
-#[derive(Clone, Debug)]
-struct Rat {
-    n: BigInt,
-    d: BigInt, // > 0
-}
-
-impl Rat {
-    /// `(−1)^neg · m · 2^e`.
-    fn dyadic(neg: bool, m: u64, e: i32) -> Rat {
-        let n = BigInt::from(m);
-        let n = if neg { -n } else { n };
-        if e >= 0 {
-            Rat {
-                n: n << e as usize,
-                d: BigInt::from(1),
-            }
-        } else {
-            Rat {
-                n,
-                d: BigInt::from(1) << (-e) as usize,
-            }
-        }
-    }
-
-    /// The exact value of a finite binary32 number, from its fields.
-    fn of(x: f32) -> Rat {
-        assert!(x.is_finite());
-        let bits = x.to_bits();
-        let f = (bits >> 23) & 0xff;
-        let man = (bits & 0x7f_ffff) as u64;
-        let neg = bits >> 31 == 1;
-        if f == 0 {
-            Rat::dyadic(neg, man, -149)
-        } else {
-            Rat::dyadic(neg, man | 1 << 23, f as i32 - 150)
-        }
-    }
-
-    fn cmp(&self, o: &Rat) -> Ordering {
-        (&self.n * &o.d).cmp(&(&o.n * &self.d))
-    }
-    fn add(&self, o: &Rat) -> Rat {
-        Rat {
-            n: &self.n * &o.d + &o.n * &self.d,
-            d: &self.d * &o.d,
-        }
-    }
-    fn mul(&self, o: &Rat) -> Rat {
-        Rat {
-            n: &self.n * &o.n,
-            d: &self.d * &o.d,
-        }
-    }
-    fn div(&self, o: &Rat) -> Rat {
-        let (n, d) = (&self.n * &o.d, &self.d * &o.n);
-        if d < BigInt::from(0) {
-            Rat { n: -n, d: -d }
-        } else {
-            Rat { n, d }
-        }
-    }
-    fn half(&self) -> Rat {
-        Rat {
-            n: self.n.clone(),
-            d: &self.d * 2u32,
-        }
-    }
-    fn sign(&self) -> Ordering {
-        self.n.cmp(&BigInt::from(0))
-    }
-}
-
 /// An exact result: NaN, ±Inf, a zero (its sign normally, its sign under TowardNegative),
 /// a nonzero rational, or the square root of a positive rational.
 #[derive(Clone, Debug)]
@@ -365,7 +295,7 @@ fn exact(op: Op, a: f32, b: f32) -> Exact {
                 // −0 + −0 = −0; +0 + −0 = +0, −0 under TowardNegative
                 return Exact::Zero(sa && sb, sa || sb);
             }
-            let s = Rat::of(a).add(&Rat::of(b));
+            let s = Rat::of_f32(a).add(&Rat::of_f32(b));
             if s.sign() == Ordering::Equal {
                 return Exact::Zero(false, true);
             }
@@ -386,7 +316,7 @@ fn exact(op: Op, a: f32, b: f32) -> Exact {
             if a == 0.0 || b == 0.0 {
                 return Exact::Zero(neg, neg);
             }
-            Exact::Num(Rat::of(a).mul(&Rat::of(b)))
+            Exact::Num(Rat::of_f32(a).mul(&Rat::of_f32(b)))
         }
         Op::Divide => {
             if a.is_nan() || b.is_nan() {
@@ -402,7 +332,7 @@ fn exact(op: Op, a: f32, b: f32) -> Exact {
             if b.is_infinite() || a == 0.0 {
                 return Exact::Zero(neg, neg);
             }
-            Exact::Num(Rat::of(a).div(&Rat::of(b)))
+            Exact::Num(Rat::of_f32(a).div(&Rat::of_f32(b)))
         }
         Op::Sqrt => {
             if a.is_nan() || (a < 0.0) {
@@ -412,7 +342,7 @@ fn exact(op: Op, a: f32, b: f32) -> Exact {
             } else if a.is_infinite() {
                 Exact::Inf(false)
             } else {
-                Exact::Sqrt(Rat::of(a))
+                Exact::Sqrt(Rat::of_f32(a))
             }
         }
         _ => unreachable!(),
@@ -614,7 +544,7 @@ fn every_deterministic_rounding_matches_the_exact_reference() {
                 let w = f32::from_bits(want);
                 if matches!(r, Exact::Num(_) | Exact::Sqrt(_))
                     && w.is_finite()
-                    && r.cmp(&Rat::of(w)) != Ordering::Equal
+                    && r.cmp(&Rat::of_f32(w)) != Ordering::Equal
                 {
                     inexact += 1;
                 }

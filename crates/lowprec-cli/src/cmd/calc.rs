@@ -24,7 +24,6 @@ use std::process::ExitCode;
 #[command(after_help = "Examples:
   lowprec calc 'fma(binary8p4se:1.5, binary8p4se:0.3, fp16:2.1) -> binary8p3se' -r rne --sat none
   lowprec calc 'add(bf16:1, bf16:0.00390625) -> bf16' -r rup
-  lowprec calc 'div(binary8p3se:1, binary8p3se:0)'
   lowprec calc 'sqrt(fp32:2) -> fp16' --json
 
 Operations: the names of `lowprec op --help` (add, sub, mul, div, fma, faa, sqrt, recip, …).")]

@@ -13,6 +13,8 @@ use std::time::Instant;
 
 /// Arguments of `lowprec p3109`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  lowprec p3109 conformance --draft v4.0 --json")]
 pub struct Args {
     #[command(subcommand)]
     pub command: Sub,

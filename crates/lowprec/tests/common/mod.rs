@@ -1,6 +1,8 @@
 //! Shared helpers of the integration tests: the golden-vector files and a seeded generator.
 #![allow(dead_code)]
 
+pub mod rat;
+
 use std::path::PathBuf;
 
 /// The folder of golden vectors: `$LOWPREC_VECTORS`, else `../shared/vectors` beside the
