@@ -18,22 +18,7 @@ use std::cmp::Ordering;
 /// The canonical NaN the library gives in binary32.
 const CANONICAL_NAN: u32 = 0x7fc0_0000;
 
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use common::Rng as SplitMix64;
 
 const SPECIALS: [u32; 22] = [
     0x0000_0000, // +0
@@ -67,7 +52,7 @@ fn with_field(bits: u32, field: u32) -> u32 {
 
 /// One operand: a special value, a value near overflow, a tiny value, or random bits.
 fn operand(rng: &mut SplitMix64) -> u32 {
-    let bits = rng.next() as u32;
+    let bits = rng.next_u64() as u32;
     match rng.below(16) {
         0 => SPECIALS[rng.below(SPECIALS.len() as u64) as usize],
         1 | 2 => with_field(bits, 250 + rng.below(5) as u32),
@@ -95,7 +80,7 @@ fn case(op: Op, rng: &mut SplitMix64) -> [u32; 3] {
     if rng.below(8) < 5 {
         return [a, b, c];
     }
-    let bits = rng.next() as u32;
+    let bits = rng.next_u64() as u32;
     // a result exponent near the top (254) or the bottom (0, and below into subnormals)
     let edge = if rng.below(2) == 0 {
         254
