@@ -223,6 +223,11 @@ def make_fixtures(tmp: pathlib.Path, env: dict[str, str]) -> None:
     save_file({"w": w, "b": np.zeros(256, np.float32)}, str(tmp / "model.safetensors"))
     code, out = run("lowprec quantize model.safetensors -s nvfp4 -o model.nvfp4.safetensors", tmp, env)
     assert code == 0, out
+    # GGUF files written by lowprec's own writer (tests/oracle checks them against gguf's reader)
+    for scheme, name in [("Q8_0", "model.gguf"), ("F16", "model-f16.gguf"), ("Q4_0", "model-q4_0.gguf"),
+                         ("Q8_0", "model.q8_0.gguf")]:
+        code, out = run(f"lowprec quantize model.safetensors -s gguf:{scheme} -o {name}", tmp, env)
+        assert code == 0, out
 
 
 def test_help_texts_show_one_to_three_examples():

@@ -12,6 +12,7 @@
 
 use lowprec::accum::{self, AccumOptions, GemmOptions, Method, Order};
 use lowprec::block::{mx, nvfp4, tensor};
+use lowprec::ggml;
 use lowprec::ops::{self, Draft, Kind, Op, Projection, Random, Rounding, Saturation};
 use lowprec::quant::{self, Clip, Granularity, IntOptions, Mapping};
 use lowprec::range::{self, Complex32, Complex64};
@@ -1647,6 +1648,76 @@ fn ops_table<'py>(
     Ok(PyArray1::from_vec(py, codes))
 }
 
+/// ggml's tensor types: `(name, number, block size, bytes per block, dequantize?, quantize?)`.
+#[pyfunction]
+fn ggml_types() -> Vec<(&'static str, u32, usize, usize, bool, bool)> {
+    ggml::GgmlType::ALL
+        .iter()
+        .map(|t| {
+            (
+                t.name(),
+                t.id(),
+                t.block_size(),
+                t.type_size(),
+                t.can_dequantize(),
+                t.can_quantize(),
+            )
+        })
+        .collect()
+}
+
+/// Dequantize the raw bytes of a ggml tensor (uint8, last axis a whole number of blocks) to
+/// float32, `block_size` values per `type_size` bytes along the last axis.
+#[pyfunction]
+fn ggml_dequantize<'py>(
+    py: Python<'py>,
+    data: PyReadonlyArrayDyn<'py, u8>,
+    qtype: &str,
+) -> PyResult<Bound<'py, PyArrayDyn<f32>>> {
+    let t: ggml::GgmlType = qtype.parse().map_err(err)?;
+    let mut shape = data.shape().to_vec();
+    let last = row_len(&shape);
+    if last % t.type_size() != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{t}: the last axis ({last} bytes) is not a whole number of {}-byte blocks",
+            t.type_size()
+        )));
+    }
+    if let Some(l) = shape.last_mut() {
+        *l = last / t.type_size() * t.block_size();
+    } else {
+        shape.push(t.block_size());
+    }
+    let src = slice(&data)?;
+    Ok(fill(py, &shape, |out: &mut [f32]| ggml::dequantize(t, src, out))?.0)
+}
+
+/// Quantize float32 values (last axis a whole number of blocks) to the raw bytes of a ggml
+/// type, bit for bit as the `gguf` package's `quants.quantize`.
+#[pyfunction]
+fn ggml_quantize<'py>(
+    py: Python<'py>,
+    data: PyReadonlyArrayDyn<'py, f32>,
+    qtype: &str,
+) -> PyResult<Bound<'py, PyArrayDyn<u8>>> {
+    let t: ggml::GgmlType = qtype.parse().map_err(err)?;
+    let mut shape = data.shape().to_vec();
+    let last = row_len(&shape);
+    if last % t.block_size() != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{t}: the last axis ({last} values) is not a whole number of blocks of {}",
+            t.block_size()
+        )));
+    }
+    if let Some(l) = shape.last_mut() {
+        *l = last / t.block_size() * t.type_size();
+    } else {
+        shape.push(t.type_size());
+    }
+    let src = slice(&data)?;
+    Ok(fill(py, &shape, |out: &mut [u8]| ggml::quantize(t, src, out))?.0)
+}
+
 #[pymodule]
 fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SINGLE_RTOL_FLOOR", range::SINGLE_RTOL_FLOOR)?;
@@ -1713,6 +1784,9 @@ fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops_literals,
         ops_apply,
         ops_table,
+        ggml_types,
+        ggml_dequantize,
+        ggml_quantize,
     );
     Ok(())
 }

@@ -56,6 +56,7 @@ pub mod block;
 pub mod error;
 pub mod exact;
 pub mod format;
+pub mod ggml;
 pub mod int;
 pub mod io;
 pub mod metrics;

@@ -25,6 +25,8 @@
 //! ```
 
 use crate::error::{Error, Result};
+use crate::ggml::{self, GgmlType};
+use crate::io::gguf;
 use crate::io::npy::{self, Data};
 use crate::io::safetensors as st;
 use crate::scheme::{Rotation, Scheme};
@@ -290,8 +292,10 @@ pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
 }
 
 /// The tensors of one file: every non-empty floating tensor of a `.safetensors` file (by
-/// extension; float64 stays float64, the rest widen to float32), or the array of a `.npy`
-/// file, named by the file stem (float16 / bfloat16 widen to float32).
+/// extension; float64 stays float64, the rest widen to float32), every tensor of a `.gguf`
+/// file that ggml can dequantize (its dequantized binary32 values; integer tensors are
+/// left out), or the array of a `.npy` file, named by the file stem (float16 / bfloat16
+/// widen to float32).
 ///
 /// # Errors
 ///
@@ -299,7 +303,19 @@ pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
 /// for a `.npy` file of integers.
 pub fn load(path: &Path) -> Result<Vec<Tensor>> {
     let mut out = Vec::new();
-    if path.extension().and_then(|e| e.to_str()) == Some("safetensors") {
+    if path.extension().and_then(|e| e.to_str()) == Some("gguf") {
+        let f = gguf::open(path)?;
+        for t in f.tensors() {
+            if !t.ggml_type.can_dequantize() || t.elements() == 0 {
+                continue;
+            }
+            out.push(Tensor {
+                name: t.name.clone(),
+                shape: t.shape(),
+                values: Values::F32(f.dequantize(t)?),
+            });
+        }
+    } else if path.extension().and_then(|e| e.to_str()) == Some("safetensors") {
         let f = st::open(path)?;
         for t in f.iter() {
             if !t.is_float() || t.is_empty() {
@@ -447,6 +463,149 @@ fn record<I: Float>(row: &mut Row, q: &crate::scheme::Quantized<I>, reference: &
     row.nan = q.counts.nan;
 }
 
+/// What a report row applies to a tensor: a scheme of [`crate::scheme`], or a ggml type
+/// quantized and dequantized bit for bit as llama.cpp's reference (`gguf:Q4_0`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Method {
+    /// A quantization scheme.
+    Scheme(Scheme),
+    /// A ggml type with a reference quantizer ([`GgmlType::can_quantize`]).
+    Ggml(GgmlType),
+}
+
+impl Method {
+    /// `gguf:TYPE` (any case) for a ggml type, anything else as a scheme name.
+    ///
+    /// # Errors
+    ///
+    /// An unknown ggml type or a type without a quantizer; the scheme parser's error.
+    pub fn parse(s: &str) -> Result<Method> {
+        match s.get(..5) {
+            Some(p) if p.eq_ignore_ascii_case("gguf:") => {
+                let t: GgmlType = s[5..].parse()?;
+                if !t.can_quantize() {
+                    // the error names the types that can
+                    ggml::quantize(t, &[], &mut [])?;
+                }
+                Ok(Method::Ggml(t))
+            }
+            _ => Ok(Method::Scheme(Scheme::parse(s)?)),
+        }
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Method> {
+        Method::parse(s)
+    }
+}
+
+/// One tensor through a ggml type: quantized as the reference does, dequantized, compared
+/// with the tensor. The last axis must be a whole number of the type's blocks (llama.cpp
+/// refuses other rows too); binary64 tensors are rounded to binary32 first (the reference
+/// quantizes binary32) and compared in binary64.
+pub fn ggml_row(t: &Tensor, ty: GgmlType, label: &str) -> Row {
+    let n = t.values.len();
+    let mut row = Row::empty(&t.name, t.shape.clone(), label, n as u64);
+    row.bits_per_element = ty.bits_per_element();
+    row.bits_total = row.bits_per_element * n as f64;
+    if !t.row_len().is_multiple_of(ty.block_size()) {
+        row.error = Some(format!(
+            "rows of {} elements are not whole {} blocks of {}",
+            t.row_len(),
+            ty.name(),
+            ty.block_size()
+        ));
+        return row;
+    }
+    let x32: Vec<f32> = match &t.values {
+        Values::F32(x) => x.clone(),
+        Values::F64(x) => x.iter().map(|&v| v as f32).collect(),
+    };
+    let mut bytes = vec![0u8; n / ty.block_size() * ty.type_size()];
+    let mut y = vec![0f32; n];
+    let r = ggml::quantize(ty, &x32, &mut bytes).and_then(|_| ggml::dequantize(ty, &bytes, &mut y));
+    if let Err(e) = r {
+        row.error = Some(e.to_string());
+        return row;
+    }
+    match &t.values {
+        Values::F32(x) => record_values(&mut row, &y, x),
+        Values::F64(x) => {
+            let y64: Vec<f64> = y.iter().map(|&v| v as f64).collect();
+            record_values(&mut row, &y64, x)
+        }
+    }
+    row
+}
+
+/// One tensor against other values of it (another file's dequantized tensor), labelled
+/// `label`, with `bits_per_element` as that file stores it.
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] when the element counts differ.
+pub fn compare_row(t: &Tensor, approx: &[f32], label: &str, bits_per_element: f64) -> Result<Row> {
+    let n = t.values.len();
+    if approx.len() != n {
+        return Err(Error::InvalidArgument(format!(
+            "tensor {}: {} elements in the reference, {} in {label}",
+            t.name,
+            n,
+            approx.len()
+        )));
+    }
+    let mut row = Row::empty(&t.name, t.shape.clone(), label, n as u64);
+    row.bits_per_element = bits_per_element;
+    row.bits_total = bits_per_element * n as f64;
+    match &t.values {
+        Values::F32(x) => record_values(&mut row, approx, x),
+        Values::F64(x) => {
+            let y64: Vec<f64> = approx.iter().map(|&v| v as f64).collect();
+            record_values(&mut row, &y64, x)
+        }
+    }
+    Ok(row)
+}
+
+/// Fill `row` with the statistics of `y` against `x`; flushed: nonzero inputs that became 0.
+fn record_values<I: Float>(row: &mut Row, y: &[I], x: &[I]) {
+    let n = x.len().max(1) as f64;
+    row.fill(ErrorStats::of(y, x));
+    row.flushed = x
+        .iter()
+        .zip(y)
+        .filter(|(a, b)| a.to_f64() != 0.0 && b.to_f64() == 0.0)
+        .count() as u64;
+    row.flushed_share = row.flushed as f64 / n;
+    row.nan = y.iter().filter(|v| v.to_f64().is_nan()).count() as u64;
+}
+
+/// [`rows_in`] over methods: schemes (run [`padded`]) and ggml types.
+pub fn method_rows(
+    tensors: &[Tensor],
+    methods: &[(String, Method)],
+    basis: Basis,
+    done: impl Fn(&Tensor, &str) + Sync,
+) -> Vec<Row> {
+    let jobs: Vec<(usize, usize)> = (0..tensors.len())
+        .flat_map(|t| (0..methods.len()).map(move |s| (t, s)))
+        .collect();
+    jobs.par_iter()
+        .map(|&(ti, si)| {
+            let t = &tensors[ti];
+            let (label, m) = &methods[si];
+            let r = match m {
+                Method::Scheme(s) => row_in(t, &s.padded(), label, basis),
+                Method::Ggml(ty) => ggml_row(t, *ty, label),
+            };
+            done(t, label);
+            r
+        })
+        .collect()
+}
+
 /// Every tensor through every scheme, in parallel, tensor-major (the rows of tensor 0
 /// first, in the order of `schemes`); `done(tensor, label)` is called as each row is
 /// finished (from worker threads, in any order: a progress bar).
@@ -481,8 +640,8 @@ pub fn rows_in(
 
 /// One row per scheme over every tensor (`tensor` `"(all)"`, empty shape): the error
 /// statistics merged, bits per element weighted by elements; rows with an error are left
-/// out.
-pub fn totals(rows: &[Row], schemes: &[(String, Scheme)]) -> Vec<Row> {
+/// out. (Only the labels of `schemes` are used: any list of labelled methods will do.)
+pub fn totals<S>(rows: &[Row], schemes: &[(String, S)]) -> Vec<Row> {
     schemes
         .iter()
         .map(|(label, _)| {

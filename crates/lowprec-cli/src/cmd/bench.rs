@@ -9,6 +9,7 @@ use crate::table::Table;
 use anyhow::{Context, Result};
 use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use lowprec::format::PRESETS;
+use lowprec::ggml::{self, GgmlType};
 use lowprec::ops::{Op, PairTable, Projection};
 use lowprec::simd::{stream_probe, Store};
 use lowprec::{encode_into, round_into, FloatFormat, RoundOptions, RoundingMode};
@@ -66,7 +67,35 @@ pub struct Args {
     /// 512 × 512 × 512 GEMM with FP8 inputs, a BF16 accumulator and FP32 promotion every 128).
     #[arg(long)]
     pub no_accum: bool,
+    /// ggml types to time (`dequantize` records, against the copy rate of the binary32
+    /// output; `quantize` records for types with a reference quantizer, against MXFP8's encode
+    /// rate) (default: Q4_0, Q4_K, IQ4_XS, Q8_0; `none` for none), on rows of 4096.
+    #[arg(long = "ggml")]
+    pub ggml: Vec<BenchGgml>,
 }
+
+/// A `--ggml` of `lowprec bench`: a ggml type, or `none`.
+#[derive(Clone, Copy, Debug)]
+pub struct BenchGgml(Option<GgmlType>);
+
+impl std::str::FromStr for BenchGgml {
+    type Err = lowprec::Error;
+    fn from_str(s: &str) -> lowprec::Result<BenchGgml> {
+        Ok(BenchGgml(if s.eq_ignore_ascii_case("none") {
+            None
+        } else {
+            Some(s.parse()?)
+        }))
+    }
+}
+
+/// The default ggml types of `lowprec bench`.
+pub const BENCH_GGML: [GgmlType; 4] = [
+    GgmlType::Q4_0,
+    GgmlType::Q4_K,
+    GgmlType::IQ4_XS,
+    GgmlType::Q8_0,
+];
 
 /// A `--scheme` of `lowprec bench`: a scheme, or `none` (time no scheme).
 #[derive(Clone, Debug)]
@@ -150,6 +179,15 @@ impl Record {
 
     /// The probe of a record's traffic: binary32 in, and the bytes written per element.
     fn probe_name(&self, code_bytes: Option<usize>) -> Option<String> {
+        if self.format.starts_with("gguf:") {
+            // ggml types: dequantizing against the copy of the output, quantizing against
+            // MXFP8's encode
+            return match self.op.as_str() {
+                "dequantize" => Some("copy".into()),
+                "quantize" => Some("encode mx:fp8-e4m3".into()),
+                _ => None,
+            };
+        }
         if self.input == "u8" && self.op.starts_with("op ") {
             // two 1-byte operands in, a 1- or 2-byte code out
             let wide = self.format.ends_with("bf16") || self.format.ends_with("fp16");
@@ -185,6 +223,28 @@ fn add_ratios(records: &mut [Record], code_bytes: impl Fn(&str) -> Option<usize>
     let snapshot = records.to_vec();
     for r in records.iter_mut() {
         r.probe = r.probe_name(code_bytes(&r.format));
+        if r.format.starts_with("gguf:") {
+            let base = match r.op.as_str() {
+                "dequantize" => rate(
+                    &snapshot,
+                    "copy",
+                    "float32",
+                    "preallocated",
+                    "lowprec",
+                    r.threads,
+                ),
+                _ => rate(
+                    &snapshot,
+                    "encode",
+                    "mx:fp8-e4m3",
+                    "preallocated",
+                    "lowprec",
+                    r.threads,
+                ),
+            };
+            r.ratio_to_probe = base.map(|o| r.elements_per_s / o);
+            continue;
+        }
         if let Some(p) = &r.probe {
             let ord = rate(&snapshot, "probe", p, "ordinary", "probe", r.threads);
             let nt = rate(&snapshot, "probe", p, "non-temporal", "probe", r.threads);
@@ -421,10 +481,67 @@ fn measure(
         let t = quantize(false)?;
         rec("encode", name, "rne", "f32", "preallocated", t);
     }
+    for ty in ggml_types(a) {
+        let row = 4096.min(n) / 256 * 256;
+        if row == 0 {
+            break;
+        }
+        let len = n / row * row;
+        let (x, y) = (&b.x32[..len], &mut b.y32[..len]);
+        let bytes = len / ty.block_size() * ty.type_size();
+        let mut q = vec![0u8; bytes];
+        let name = format!("gguf:{}", ty.name());
+        if ty.can_quantize() {
+            let mut err = None;
+            let t = time(a.reps, || {
+                if let Err(e) = ggml::quantize(ty, x, &mut q) {
+                    err = Some(e);
+                }
+            });
+            if let Some(e) = err {
+                return Err(e).context("bench ggml quantize");
+            }
+            rec("quantize", &name, "-", "f32", "preallocated", t);
+        } else {
+            // blocks of random bytes with every 16-bit word at offsets 0 and 2 of a block
+            // (the scales of the K and IQ types) a small f16, 2^-7
+            let mut s = 0x9e37_79b9_7f4a_7c15u64;
+            for v in q.iter_mut() {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                *v = s as u8;
+            }
+            for blk in q.chunks_exact_mut(ty.type_size()) {
+                blk[..4].copy_from_slice(&[0x00, 0x20, 0x00, 0x20]);
+            }
+        }
+        let mut err = None;
+        let t = time(a.reps, || {
+            if let Err(e) = ggml::dequantize(ty, &q, &mut y[..]) {
+                err = Some(e);
+            }
+        });
+        if let Some(e) = err {
+            return Err(e).context("bench ggml dequantize");
+        }
+        rec("dequantize", &name, "-", "f32", "preallocated", t);
+    }
     if !a.no_accum {
         out.extend(measure_accum(a.reps, threads)?);
     }
     Ok(out)
+}
+
+/// The ggml types to time.
+fn ggml_types(a: &Args) -> Vec<GgmlType> {
+    if a.ggml.iter().any(|g| g.0.is_none()) {
+        vec![]
+    } else if a.ggml.is_empty() {
+        BENCH_GGML.to_vec()
+    } else {
+        a.ggml.iter().filter_map(|g| g.0).collect()
+    }
 }
 
 /// Accumulation records (rounded additions/s) and the GEMM record (multiply-adds/s).

@@ -1,4 +1,5 @@
-//! `lowprec dequantize`: a `.safetensors` file written by `lowprec quantize` back to floats.
+//! `lowprec dequantize`: a `.safetensors` file written by `lowprec quantize`, or a GGUF
+//! file, back to floats.
 
 use super::check_output;
 use anyhow::Result;
@@ -8,9 +9,11 @@ use std::process::ExitCode;
 /// Arguments of `lowprec dequantize`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  lowprec dequantize model.nvfp4.safetensors -o model.back.safetensors")]
+  lowprec dequantize model.nvfp4.safetensors -o model.back.safetensors
+  lowprec dequantize model.q8_0.gguf -o model.f32.safetensors")]
 pub struct Args {
-    /// A `.safetensors` file written by `lowprec quantize`.
+    /// A `.safetensors` file written by `lowprec quantize`, or a `.gguf` file (every tensor
+    /// dequantized to F32 as llama.cpp's reference does; integer tensors copied).
     pub input: PathBuf,
     /// The output `.safetensors`: every quantized tensor back in its original dtype and
     /// shape, the others copied.
@@ -21,6 +24,15 @@ pub struct Args {
 /// Run `lowprec dequantize`.
 pub fn run(a: &Args) -> Result<ExitCode> {
     check_output(&a.input, &a.output)?;
+    if a.input.extension().and_then(|e| e.to_str()) == Some("gguf") {
+        let n = super::gguf::dequantize_gguf(&a.input, &a.output)?;
+        errln!(
+            "{} -> {}: {n} tensors dequantized",
+            a.input.display(),
+            a.output.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     let (scheme, n) = lowprec::io::quantized::dequantize_file(&a.input, &a.output)?;
     errln!(
         "{} -> {}: {n} tensors dequantized ({scheme})",

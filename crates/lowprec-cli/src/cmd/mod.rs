@@ -35,6 +35,7 @@ pub mod dequantize;
 pub mod encode;
 pub mod formats;
 pub mod gemm;
+pub mod gguf;
 pub mod info;
 pub mod op;
 pub mod p3109;
@@ -229,6 +230,26 @@ pub struct NamedScheme {
     pub name: String,
     /// The parsed scheme.
     pub scheme: lowprec::scheme::Scheme,
+}
+
+/// A report method as given on the command line: a scheme, or `gguf:TYPE` (a ggml type
+/// through llama.cpp's reference quantizer), with the text as its label.
+#[derive(Debug, Clone)]
+pub struct NamedMethod {
+    /// The text as given.
+    pub name: String,
+    /// The parsed method.
+    pub method: lowprec::report::Method,
+}
+
+impl std::str::FromStr for NamedMethod {
+    type Err = lowprec::Error;
+    fn from_str(s: &str) -> lowprec::Result<NamedMethod> {
+        Ok(NamedMethod {
+            name: s.to_string(),
+            method: s.parse()?,
+        })
+    }
 }
 
 impl std::str::FromStr for NamedScheme {

@@ -4,6 +4,7 @@
 use super::{check_output, check_outputs, read_npy};
 use anyhow::{bail, Context, Result};
 use lowprec::io::npy::{self, Array, Data};
+use lowprec::report::Method;
 use lowprec::scheme::{Scales, Scheme};
 use lowprec::stats::ErrorStats;
 use lowprec::{FloatFormat, RoundOptions};
@@ -14,17 +15,18 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   lowprec quantize weights.npy -s mxfp4 -o deq.npy --scales scales.npy --packed packed.npy
-  lowprec quantize weights.npy -s int4:group=128:clip=mse -o deq.npy --codes codes4.npy
-  lowprec quantize model.safetensors -s nvfp4 -o model.nvfp4.safetensors")]
+  lowprec quantize model.safetensors -s nvfp4 -o model.nvfp4.safetensors
+  lowprec quantize model.safetensors -s gguf:Q8_0 -o model.q8_0.gguf --meta general.name=minilm")]
 pub struct Args {
     /// Input: a `.npy` array (float16/bfloat16/float32/float64, blocks along the last axis)
     /// or a `.safetensors` file (every floating tensor of at least 2 dimensions).
     pub input: PathBuf,
     /// The scheme: mx:ELEM[:block=N][:scale=floor|ceil|even|rceil][:pad], mxfp8, mxfp6,
     /// mxfp4, mxint8, nvfp4[:convention=seed|torchao], tensor:FORMAT, cast:FORMAT, FORMAT,
-    /// intB[:asym|:full][:channel|:group=G][:clip=R|:clip=mse].
+    /// intB[:asym|:full][:channel|:group=G][:clip=R|:clip=mse]; or gguf:TYPE (Q4_0, Q4_1,
+    /// Q5_0, Q5_1, Q8_0, TQ1_0, TQ2_0, MXFP4, BF16, F16, F32) with a `.gguf` output.
     #[arg(long, short = 's')]
-    pub scheme: Scheme,
+    pub scheme: Method,
     /// Output: dequantized values in the input's dtype (`.npy`), or the quantized model
     /// (`.safetensors`: packed codes and scales, see docs/schemes.md).
     #[arg(short, long)]
@@ -43,6 +45,10 @@ pub struct Args {
     /// bytes for any other extension.
     #[arg(long)]
     pub packed: Option<PathBuf>,
+    /// `.gguf` output: a key/value to set (repeatable): KEY=VALUE (a string) or
+    /// KEY:TYPE=VALUE (u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str).
+    #[arg(long = "meta", value_parser = super::gguf::parse_meta)]
+    pub meta: Vec<(String, lowprec::io::gguf::MetaValue)>,
 }
 
 /// float16 / bfloat16 bits to binary64, exactly.
@@ -56,6 +62,16 @@ fn widen16_f64(bits: &[u16], bf16: bool) -> Vec<f64> {
 /// Values in a 16-bit dtype (RNE, one rounding), as bits.
 fn narrow16(v: &[f64], fmt: &FloatFormat) -> Result<Vec<u16>> {
     Ok(lowprec::encode_vec(fmt, v, &RoundOptions::default())?.0)
+}
+
+/// One line of the error of a scheme without counts (ggml types).
+pub fn summary_line(scheme: &str, bits_per_element: f64, e: &ErrorStats) -> String {
+    format!(
+        "{scheme}: {bits_per_element:.3} bits/element, SQNR {:.2} dB, rel. error {:.3e}, max abs error {:.3e}",
+        e.sqnr_db(),
+        e.rel_error(),
+        e.max_abs()
+    )
 }
 
 /// One line of what happened.
@@ -242,8 +258,27 @@ pub fn is_safetensors(p: &Path) -> bool {
 
 /// Run `lowprec quantize`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    let scheme = a.scheme;
     check_output(&a.input, &a.output)?;
+    let is_gguf = a.output.extension().and_then(|e| e.to_str()) == Some("gguf");
+    let scheme = match (a.scheme, is_gguf) {
+        (Method::Ggml(t), true) => {
+            if a.scales.is_some() || a.codes.is_some() || a.packed.is_some() {
+                bail!("--scales, --codes and --packed are for .npy outputs; a .gguf output holds the blocks");
+            }
+            super::gguf::quantize_to_gguf(&a.input, t, &a.output, &a.meta)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        (Method::Ggml(t), false) => bail!(
+            "gguf:{t} writes GGUF: give a .gguf output (-o MODEL.gguf)"
+        ),
+        (Method::Scheme(_), true) => bail!(
+            "a .gguf output takes a ggml type: -s gguf:Q8_0 (or Q4_0, Q4_1, Q5_0, Q5_1, TQ1_0, TQ2_0, MXFP4, BF16, F16)"
+        ),
+        (Method::Scheme(s), false) => s,
+    };
+    if !a.meta.is_empty() {
+        bail!("--meta sets GGUF key/values; it needs a .gguf output");
+    }
     if is_safetensors(&a.input) {
         if a.scales.is_some() || a.codes.is_some() || a.packed.is_some() {
             bail!("--scales, --codes and --packed are for .npy inputs; a .safetensors output holds them");

@@ -1,8 +1,9 @@
-//! Files: `.npy` arrays and `.safetensors` models, and writing any output atomically (a
+//! Files: `.npy` arrays, `.safetensors` models and GGUF files (llama.cpp), and writing any output atomically (a
 //! temporary file in the same folder, renamed over the target only once complete, so no
 //! partial output is ever left). Reading maps files into memory through `io::mmap`, the one
 //! place outside `simd` where the library uses `unsafe`.
 
+pub mod gguf;
 #[allow(unsafe_code)]
 mod mmap;
 pub mod npy;

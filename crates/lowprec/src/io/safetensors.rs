@@ -314,13 +314,15 @@ fn f32_to_f64(x: f32) -> f64 {
 }
 
 /// The bytes behind a [`SafeTensors`]: a read-only map of the file, or an owned buffer.
-enum Storage {
+pub(super) enum Storage {
+    /// A read-only map of the file.
     Mapped(memmap2::Mmap),
+    /// Bytes in memory.
     Owned(Vec<u8>),
 }
 
 impl Storage {
-    fn bytes(&self) -> &[u8] {
+    pub(super) fn bytes(&self) -> &[u8] {
         match self {
             Storage::Mapped(m) => m,
             Storage::Owned(v) => v,
