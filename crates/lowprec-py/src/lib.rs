@@ -893,7 +893,7 @@ fn report<'py>(
     schemes: Option<Vec<String>>,
     totals: bool,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-    let schemes = core_report::schemes(&schemes.unwrap_or_default()).map_err(err)?;
+    let schemes = core_report::methods(&schemes.unwrap_or_default()).map_err(err)?;
     let tensors = match (arrays, paths) {
         (Some(arrays), _) => arrays
             .iter()
@@ -925,7 +925,7 @@ fn report<'py>(
         ));
     }
     let (rows, all) = py.allow_threads(|| {
-        let rows = core_report::rows(&tensors, &schemes, |_, _| {});
+        let rows = core_report::method_rows(&tensors, &schemes, core_report::Basis::Model, |_, _| {});
         let all = if totals {
             core_report::totals(&rows, &schemes)
         } else {

@@ -381,6 +381,22 @@ pub fn schemes<S: AsRef<str>>(names: &[S]) -> Result<Vec<(String, Scheme)>> {
         .collect()
 }
 
+/// Parse names into `(label, method)` pairs for [`method_rows`]: schemes and `gguf:TYPE`;
+/// no names: [`DEFAULT_SCHEMES`].
+///
+/// # Errors
+///
+/// The parse error of the first name that is neither.
+pub fn methods<S: AsRef<str>>(names: &[S]) -> Result<Vec<(String, Method)>> {
+    if names.is_empty() {
+        return methods(&DEFAULT_SCHEMES);
+    }
+    names
+        .iter()
+        .map(|s| Ok((s.as_ref().to_string(), Method::parse(s.as_ref())?)))
+        .collect()
+}
+
 /// Where the errors of a rotated scheme (`rht16+…`) are measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Basis {

@@ -66,7 +66,7 @@ __all__ = [
     "combine", "pairwise_sum", "prefix_sum", "scaled_square_sum",
     # native API
     "round", "encode", "round_exact", "decode", "quantize", "quantize_file", "dequantize_file", "schemes",
-    "pack", "unpack", "report", "report_frame",
+    "pack", "unpack", "report", "report_frame", "ggml_types", "ggml_quantize", "ggml_dequantize",
     "ml_dtype", "accumulate_native", "gemm", "format_info", "preset_names", "max_abs_error",
 ]
 
@@ -351,6 +351,33 @@ def _report_array(name, a):
     raise TypeError(f"report takes floating arrays; tensor {name!r} is an array of {a.dtype}")
 
 
+def ggml_types():
+    """ggml's tensor types: ``(name, number, block size, bytes per block, dequantize?,
+    quantize?)`` for each, in number order (see docs/gguf.md)."""
+    return _lowprec.ggml_types()
+
+
+def ggml_quantize(x, qtype):
+    """The raw GGUF bytes of `x` (float32 values, the last axis a whole number of blocks)
+    quantized to the ggml type `qtype` (``"Q4_0"``, ``"Q8_0"``, ``"MXFP4"``, …) bit for bit
+    as the ``gguf`` package's ``quants.quantize``; uint8, the last axis in bytes.
+
+    >>> import numpy as np, lowprec
+    >>> q = lowprec.ggml_quantize(np.arange(32, dtype=np.float32), "Q8_0")
+    >>> q.shape, lowprec.ggml_dequantize(q, "Q8_0")[[1, 31]]
+    ((34,), array([ 0.9765625, 31.00586  ], dtype=float32))
+    """
+    return _lowprec.ggml_quantize(np.ascontiguousarray(x, dtype=np.float32), str(qtype))
+
+
+def ggml_dequantize(data, qtype):
+    """Float32 values of the raw bytes `data` (uint8, the last axis a whole number of blocks)
+    of the ggml type `qtype`, bit for bit as the ``gguf`` package's ``quants.dequantize``
+    (every type it can dequantize: Q4_0 … Q8_0, the K-quants, the IQ types, TQ1_0/TQ2_0,
+    MXFP4, NVFP4, F16, BF16)."""
+    return _lowprec.ggml_dequantize(np.ascontiguousarray(data, dtype=np.uint8), str(qtype))
+
+
 def report(tensors=None, schemes=None, totals=False):
     """What each scheme does to each tensor: a list of dicts, one per tensor × scheme
     (tensor-major), with ``tensor``, ``shape``, ``scheme``, ``elements``,
@@ -360,8 +387,10 @@ def report(tensors=None, schemes=None, totals=False):
 
     `tensors`: a dict name → array (floating; blocks and groups run along the last axis),
     one array, a path to a ``.npy`` / ``.safetensors`` file (or a list of paths), or None for
-    the built-in tensors. `schemes`: a scheme name or a list of them (default: fp16, bf16,
-    fp8-e4m3, fp8-e5m2, mxfp8, mxfp6, mxfp4, nvfp4, int8, int4:group=128). `totals`: also one
+    the built-in tensors (a ``.gguf`` file's tensors are dequantized). `schemes`: a scheme
+    name or a list of them, ``gguf:TYPE`` for a ggml type through llama.cpp's reference
+    quantizer (default: fp16, bf16, fp8-e4m3, fp8-e5m2, mxfp8, mxfp6, mxfp4, nvfp4, int8,
+    int4:group=128). `totals`: also one
     row per scheme over every tensor (``tensor`` ``"(all)"``)."""
     if isinstance(schemes, str):
         schemes = [schemes]

@@ -350,6 +350,42 @@ pub fn quantize(t: GgmlType, src: &[f32], out: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
+/// A quantizer's block loop, to be compiled for the widest vector unit of the CPU by
+/// [`vectorized`]. `blocks` is marked `#[inline(always)]` so that its body is compiled inside
+/// the target-feature function of [`crate::simd::dispatch`] (a function pointer or a
+/// `Fn` would be called, not inlined, and run without the wider instructions).
+pub(crate) trait BlockLoop {
+    /// Encode whole blocks.
+    fn blocks(src: &[f32], out: &mut [u8]);
+}
+
+/// [`BlockLoop`] as a [`crate::simd::Kernel`].
+struct Vectorized<'a, L> {
+    src: &'a [f32],
+    out: &'a mut [u8],
+    of: std::marker::PhantomData<L>,
+}
+
+impl<L: BlockLoop> crate::simd::Kernel for Vectorized<'_, L> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        L::blocks(self.src, self.out)
+    }
+}
+
+/// Run `L`'s block loop compiled for the active instruction set: the same binary32
+/// operations in the same order at every level (Rust never fuses or reorders them), so the
+/// same bits.
+#[inline(always)]
+pub(crate) fn vectorized<L: BlockLoop>(src: &[f32], out: &mut [u8]) {
+    crate::simd::dispatch(Vectorized::<L> {
+        src,
+        out,
+        of: std::marker::PhantomData,
+    })
+}
+
 /// binary16 bits to binary32 (exact).
 #[inline]
 pub(crate) fn f16_to_f32(h: u16) -> f32 {
@@ -370,7 +406,7 @@ pub(crate) fn f16_to_f32(h: u16) -> f32 {
 
 /// binary32 to binary16 bits, nearest with ties to even, overflow to ±Inf, NaN kept quiet
 /// (numpy's `astype(np.float16)`).
-#[inline]
+#[inline(always)]
 pub(crate) fn f32_to_f16(x: f32) -> u16 {
     let b = x.to_bits();
     let sign = ((b >> 16) & 0x8000) as u16;

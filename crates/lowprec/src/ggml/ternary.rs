@@ -8,7 +8,7 @@
 //! `32n + m` (n = 0‥5), bytes 32‥48 elements `160 + 16n + m`, bytes 48‥52 elements
 //! `240 + 4n + m` (n = 0‥4, with `3^4` as the last multiplier unused), then `d`.
 
-use super::legacy::{absmax, inverse, np_cast_u8, round_away};
+use super::legacy::{absmax, inverse, round_away_cast_u8};
 use super::{f16_to_f32, f32_to_f16, QK_K};
 
 const POW3: [u8; 5] = [1, 3, 9, 27, 81];
@@ -20,7 +20,7 @@ fn trits(x: &[f32]) -> ([u8; QK_K], f32) {
     let id = inverse(d);
     let mut q = [0u8; QK_K];
     for (q, &v) in q.iter_mut().zip(x) {
-        *q = np_cast_u8(round_away(v * id)).wrapping_add(1);
+        *q = round_away_cast_u8(v * id).wrapping_add(1);
     }
     (q, d)
 }

@@ -7,7 +7,7 @@
 
 #![allow(dead_code)] // each fuzz target uses one of these
 
-use lowprec::io::{npy, quantized, safetensors as st};
+use lowprec::io::{gguf, npy, quantized, safetensors as st};
 use lowprec::scheme::Scheme;
 use lowprec::FloatFormat;
 use std::collections::BTreeMap;
@@ -16,9 +16,10 @@ use std::collections::BTreeMap;
 pub type Check = fn(&[u8]);
 
 /// The targets, by name (the corpus and regression folders use these names).
-pub const TARGETS: [(&str, Check); 6] = [
+pub const TARGETS: [(&str, Check); 7] = [
     ("npy", npy_reader),
     ("safetensors", safetensors_reader),
+    ("gguf", gguf_reader),
     ("quantized", quantized_reader),
     ("format_name", format_name),
     ("scheme_name", scheme_name),
@@ -63,6 +64,50 @@ pub fn safetensors_reader(data: &[u8]) {
             (a.name, a.dtype, a.shape, a.bytes),
             (b.name, b.dtype, b.shape, b.bytes)
         );
+    }
+}
+
+/// A GGUF file that reads: every tensor's bytes lie in the file, every dequantizable tensor
+/// dequantizes to its element count, and writing what was read gives a file that reads
+/// back to the same key/values, tensor infos (offsets aside) and bytes.
+pub fn gguf_reader(data: &[u8]) {
+    let Ok(f) = gguf::from_bytes(data.to_vec()) else {
+        return;
+    };
+    for t in f.tensors() {
+        assert_eq!(f.bytes(t).len() as u64, t.size, "{}: bytes", t.name);
+        if t.ggml_type.can_dequantize() {
+            let v = f.dequantize(t).expect("a validated tensor dequantizes");
+            assert_eq!(v.len() as u64, t.elements());
+        }
+    }
+    let shapes: Vec<Vec<usize>> = f.tensors().iter().map(|t| t.shape()).collect();
+    let outs: Vec<gguf::TensorOut> = f
+        .tensors()
+        .iter()
+        .zip(&shapes)
+        .filter(|(t, _)| !t.dims.is_empty())
+        .map(|(t, s)| {
+            gguf::TensorOut::new(&t.name, s, t.ggml_type, f.bytes(t))
+                .expect("a read tensor can be written")
+        })
+        .collect();
+    let bytes = gguf::to_bytes(f.metadata(), &outs).expect("what was read can be written");
+    let g = gguf::from_bytes(bytes).expect("a written file reads back");
+    assert_eq!(g.metadata().len(), f.metadata().len());
+    for ((ka, va), (kb, vb)) in f.metadata().iter().zip(g.metadata()) {
+        assert_eq!(ka, kb);
+        // (NaN floats compare by their bits)
+        assert_eq!(format!("{va:?}"), format!("{vb:?}"));
+    }
+    let kept: Vec<_> = f.tensors().iter().filter(|t| !t.dims.is_empty()).collect();
+    assert_eq!(kept.len(), g.tensors().len());
+    for (a, b) in kept.iter().zip(g.tensors()) {
+        assert_eq!(
+            (&a.name, &a.dims, a.ggml_type),
+            (&b.name, &b.dims, b.ggml_type)
+        );
+        assert_eq!(f.bytes(a), g.bytes(b));
     }
 }
 
