@@ -10,7 +10,7 @@ as ``2>&1`` would). Two wildcards, as in snapbox/trycmd:
 A command that must fail ends its expected output with a line ``[exit N]``; every other
 command must exit 0. The blocks of one page run in order, in one fresh scratch directory (so a
 later block sees the files an earlier one wrote), by ``bash`` with ``lowprec`` (``$LOWPREC_BIN``)
-and the test venv's ``python3`` first on ``PATH``. ``model.safetensors`` in the scratch
+and the test venv's ``python3`` first on ``PATH``, ``$LOWPREC_ROOT`` the repository. ``model.safetensors`` in the scratch
 directory is all-MiniLM-L6-v2 when ``scripts/test`` has downloaded it (``target/minilm``).
 
 ``DOCS_BLESS=1`` rewrites the expected output of every command that does not match with what
@@ -99,6 +99,7 @@ def scratch_env(tmp: pathlib.Path) -> dict[str, str]:
     py = pathlib.Path(sys.executable).parent
     env["PATH"] = f"{bindir}{os.pathsep}{py}{os.pathsep}{env.get('PATH', '')}"
     env["COLUMNS"] = "100"
+    env["LOWPREC_ROOT"] = str(ROOT)
     env.pop("LOWPREC_THREADS", None)
     minilm = ROOT / "target" / "minilm" / "model.safetensors"
     if minilm.exists() and not (tmp / "model.safetensors").exists():

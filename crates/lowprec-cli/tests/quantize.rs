@@ -579,12 +579,12 @@ fn bad_input_is_one_clear_line_and_exit_2() {
             "overlap in the data section",
         ),
         (
-            "fp8.safetensors",
+            "fp4.safetensors",
             raw_st(
-                r#"{"w":{"dtype":"F8_E4M3","shape":[2,32],"data_offsets":[0,64]}}"#,
+                r#"{"w":{"dtype":"F4","shape":[2,32],"data_offsets":[0,64]}}"#,
                 &data[..64],
             ),
-            "unknown dtype 'F8_E4M3'",
+            "unknown dtype 'F4'",
         ),
     ];
     for (name, bytes, needle) in &bad_files {

@@ -26,9 +26,7 @@
 
 use crate::error::{Error, Result};
 use crate::ggml::{self, GgmlType};
-use crate::io::gguf;
 use crate::io::npy::{self, Data};
-use crate::io::safetensors as st;
 use crate::scheme::{Rotation, Scheme};
 use crate::stats::ErrorStats;
 use crate::{Float, FloatFormat};
@@ -291,11 +289,12 @@ pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
     }
 }
 
-/// The tensors of one file: every non-empty floating tensor of a `.safetensors` file (by
-/// extension; float64 stays float64, the rest widen to float32), every tensor of a `.gguf`
-/// file that ggml can dequantize (its dequantized binary32 values; integer tensors are
-/// left out), or the array of a `.npy` file, named by the file stem (float16 / bfloat16
-/// widen to float32).
+/// The tensors of one checkpoint ([`crate::io::checkpoint::open`]): every non-empty
+/// floating tensor of a `.safetensors` file or of a sharded checkpoint (its folder or its
+/// `.index.json`; float64 stays float64, the rest, FP8 included, widen to float32), every
+/// tensor of a `.gguf` file that ggml can dequantize (its dequantized binary32 values;
+/// integer tensors are left out), or the array of a `.npy` file, named by the file stem
+/// (float16 / bfloat16 widen to float32).
 ///
 /// # Errors
 ///
@@ -303,34 +302,12 @@ pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
 /// for a `.npy` file of integers.
 pub fn load(path: &Path) -> Result<Vec<Tensor>> {
     let mut out = Vec::new();
-    if path.extension().and_then(|e| e.to_str()) == Some("gguf") {
-        let f = gguf::open(path)?;
-        for t in f.tensors() {
-            if !t.ggml_type.can_dequantize() || t.elements() == 0 {
-                continue;
+    if path.extension().and_then(|e| e.to_str()) != Some("npy") {
+        let ck = crate::io::checkpoint::open(path)?;
+        for t in ck.tensors() {
+            if let Some(x) = ck.load(t)? {
+                out.push(x);
             }
-            out.push(Tensor {
-                name: t.name.clone(),
-                shape: t.shape(),
-                values: Values::F32(f.dequantize(t)?),
-            });
-        }
-    } else if path.extension().and_then(|e| e.to_str()) == Some("safetensors") {
-        let f = st::open(path)?;
-        for t in f.iter() {
-            if !t.is_float() || t.is_empty() {
-                continue;
-            }
-            let values = if t.dtype == st::Dtype::F64 {
-                Values::F64(t.to_f64_vec()?)
-            } else {
-                Values::F32(t.to_f32_vec()?)
-            };
-            out.push(Tensor {
-                name: t.name.to_string(),
-                shape: t.shape.to_vec(),
-                values,
-            });
         }
     } else {
         let a = npy::read(path)?;

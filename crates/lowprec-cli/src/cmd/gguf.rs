@@ -82,14 +82,24 @@ fn sources(input: &Path, ty: GgmlType) -> Result<Inputs> {
             }
             for t in f.iter() {
                 let shape = t.shape.to_vec();
-                let float = matches!(t.dtype, Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64);
-                let what = if float && quantizable(&shape, ty) {
-                    Payload::Values(match t.dtype {
+                let float = t.dtype.is_float();
+                let values = || -> lowprec::Result<Vec<f32>> {
+                    Ok(match t.dtype {
                         Dtype::F64 => t.to_f64_vec()?.iter().map(|&v| v as f32).collect(),
                         _ => t.to_f32_vec()?,
                     })
+                };
+                let what = if float && quantizable(&shape, ty) {
+                    Payload::Values(values()?)
                 } else if let Some(g) = ggml_of(t.dtype) {
                     Payload::Raw(g, t.bytes.to_vec())
+                } else if float {
+                    // FP8 tensors GGUF has no type for: their values (exact) as F32
+                    let v = values()?;
+                    Payload::Raw(
+                        GgmlType::F32,
+                        v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+                    )
                 } else {
                     skipped.push(format!("{} ({} has no GGUF type)", t.name, t.dtype));
                     continue;

@@ -3,15 +3,14 @@
 //! files or a built-in set of tensors that look like LLM weights and activations; with
 //! `--reference`, the error of whole files (a GGUF's Q4_K_M tensors) against a reference.
 
-use super::quantize::is_safetensors;
 use crate::table::Table;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use lowprec::io::checkpoint::{self, Checkpoint};
 use lowprec::report::{self, Method, Row, Tensor, Values};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 pub use lowprec::report::DEFAULT_SCHEMES;
@@ -23,8 +22,10 @@ pub use lowprec::report::DEFAULT_SCHEMES;
   lowprec report model.gguf -s gguf:Q4_0 -s mxfp4 -s nvfp4:convention=te
   lowprec report --reference model-f16.gguf model-q4_0.gguf -s gguf:Q8_0")]
 pub struct Args {
-    /// `.npy`, `.safetensors` or `.gguf` files (every floating tensor; GGUF tensors
-    /// dequantized); none: the built-in tensors. With --reference: the files compared.
+    /// `.npy`, `.safetensors` or `.gguf` files, or sharded safetensors checkpoints (a folder,
+    /// or its `model.safetensors.index.json`): every floating tensor (FP8 and GGUF types
+    /// decoded), read one at a time; none: the built-in tensors. With --reference: the files
+    /// compared.
     pub files: Vec<PathBuf>,
     /// Schemes (repeatable; default: fp16, bf16, fp8-e4m3, fp8-e5m2, mxfp8, mxfp6, mxfp4,
     /// nvfp4, int8, int4:group=128), or `gguf:TYPE` for a ggml type through llama.cpp's
@@ -37,6 +38,17 @@ pub struct Args {
     /// the schemes given with -s applied to the reference (none by default).
     #[arg(long)]
     pub reference: Option<PathBuf>,
+    /// Only the tensors whose names match one of these glob patterns (repeatable; `*` any
+    /// run of characters, `?` one), e.g. `--include '*.weight'`.
+    #[arg(long)]
+    pub include: Vec<String>,
+    /// Leave out the tensors whose names match one of these glob patterns (repeatable).
+    #[arg(long)]
+    pub exclude: Vec<String>,
+    /// Print CSV (the --json fields, one line per tensor and scheme, then the totals)
+    /// instead of tables.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
     /// Print JSON (one record per tensor and scheme, plus the totals) instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -126,42 +138,38 @@ fn json(rs: &[Row]) -> Vec<JsonRow<'_>> {
     rs.iter().map(JsonRow::from).collect()
 }
 
-/// Each file's tensors against the reference's, one row per reference tensor (an error row
-/// where the file lacks the tensor or its shape differs), labelled by the file name.
-fn compare(reference: &[Tensor], files: &[PathBuf]) -> Result<Vec<(String, Vec<Row>)>> {
-    let mut out = Vec::new();
-    for p in files {
-        let label = p.file_name().map_or_else(
-            || p.display().to_string(),
-            |s| s.to_string_lossy().into_owned(),
-        );
-        let bits = stored_bits(p)?;
-        let ts = load(std::slice::from_ref(p))?;
-        let rows = reference
-            .iter()
-            .map(|r| {
-                let b = bits(&r.name);
-                match ts.iter().find(|t| t.name == r.name) {
-                    None => Ok(error_row(r, &label, b, "not in this file".into())),
-                    Some(t) if t.shape != r.shape => Ok(error_row(
-                        r,
-                        &label,
-                        b,
-                        format!("shape {:?} here, {:?} in the reference", t.shape, r.shape),
-                    )),
-                    Some(t) => {
-                        let y: Vec<f32> = match &t.values {
-                            Values::F32(v) => v.clone(),
-                            Values::F64(v) => v.iter().map(|&x| x as f32).collect(),
-                        };
-                        Ok(report::compare_row(r, &y, &label, b)?)
-                    }
-                }
-            })
-            .collect::<Result<Vec<Row>>>()?;
-        out.push((label, rows));
+/// The reference tensor `t` against the tensor of the same name in `ck` (one row labelled
+/// `label`; an error row when `ck` lacks it, has no values for it or another shape), with
+/// the bits per element that file stores it in.
+fn compare_one(t: &Tensor, label: &str, ck: &Checkpoint) -> Result<Row> {
+    let Some(r) = ck.tensors().iter().find(|r| r.name == t.name) else {
+        return Ok(error_row(t, label, f64::NAN, "not in this file".into()));
+    };
+    let bits = 8.0 * r.bytes as f64 / r.shape.iter().product::<usize>().max(1) as f64;
+    if r.shape != t.shape {
+        return Ok(error_row(
+            t,
+            label,
+            bits,
+            format!("shape {:?} here, {:?} in the reference", r.shape, t.shape),
+        ));
     }
-    Ok(out)
+    let Some(o) = ck
+        .load(r)
+        .with_context(|| format!("reading {}", ck.shard_of(r).display()))?
+    else {
+        return Ok(error_row(
+            t,
+            label,
+            bits,
+            format!("{} holds no float values", r.dtype),
+        ));
+    };
+    let y: Vec<f32> = match o.values {
+        Values::F32(v) => v,
+        Values::F64(v) => v.iter().map(|&x| x as f32).collect(),
+    };
+    Ok(report::compare_row(t, &y, label, bits)?)
 }
 
 /// A row that says why a tensor has no figures.
@@ -172,58 +180,52 @@ fn error_row(r: &Tensor, label: &str, bits: f64, why: String) -> Row {
     row
 }
 
-/// A tensor name's bits per element.
-type BitsOf = Box<dyn Fn(&str) -> f64>;
-
-/// Bits per element of each tensor as a file stores it: the ggml type's for GGUF, the
-/// dtype's for safetensors and `.npy`.
-fn stored_bits(p: &std::path::Path) -> Result<BitsOf> {
-    match p.extension().and_then(|e| e.to_str()) {
-        Some("gguf") => {
-            let f = lowprec::io::gguf::open(p)?;
-            let m: std::collections::HashMap<String, f64> = f
-                .tensors()
-                .iter()
-                .map(|t| (t.name.clone(), t.ggml_type.bits_per_element()))
-                .collect();
-            Ok(Box::new(move |n| m.get(n).copied().unwrap_or(f64::NAN)))
-        }
-        Some("safetensors") => {
-            let f = lowprec::io::safetensors::open(p)?;
-            let m: std::collections::HashMap<String, f64> = f
-                .iter()
-                .map(|t| (t.name.to_string(), 8.0 * t.dtype.size() as f64))
-                .collect();
-            Ok(Box::new(move |n| m.get(n).copied().unwrap_or(f64::NAN)))
-        }
-        _ => {
-            use lowprec::io::npy::Data;
-            let a = lowprec::io::npy::read(p)?;
-            let b = match a.data {
-                Data::F16(_) | Data::BF16(_) | Data::U16(_) => 16.0,
-                Data::F32(_) | Data::U32(_) => 32.0,
-                Data::F64(_) | Data::U64(_) => 64.0,
-                Data::U8(_) => 8.0,
-            };
-            Ok(Box::new(move |_| b))
-        }
-    }
-}
-
-fn load(files: &[PathBuf]) -> Result<Vec<Tensor>> {
-    let mut out = Vec::new();
-    for p in files {
-        let ts = if is_safetensors(p) {
-            report::load(p)?
+/// The rows as CSV (RFC 4180 quoting): the `--json` fields, tensors then totals.
+fn csv(rows: &[Row], totals: &[Row]) -> String {
+    let quote = |s: &str| {
+        if s.contains([',', '"', '\n', '\r']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
         } else {
-            report::load(p).with_context(|| format!("reading {}", p.display()))?
-        };
-        out.extend(ts);
+            s.to_string()
+        }
+    };
+    let mut out = String::from(
+        "tensor,shape,scheme,elements,bits_per_element,rel_error,sqnr_db,cosine,rmse,nmse,max_abs_error,p50_abs_error,p99_abs_error,p999_abs_error,saturated_share,flushed_share,nan,error\n",
+    );
+    for r in rows.iter().chain(totals) {
+        let shape = r
+            .shape
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join("x");
+        let nums = [
+            r.bits_per_element,
+            r.rel_error,
+            r.sqnr_db,
+            r.cosine,
+            r.rmse,
+            r.nmse,
+            r.max_abs_error,
+            r.p50,
+            r.p99,
+            r.p999,
+            r.saturated_share,
+            r.flushed_share,
+        ]
+        .map(|v| format!("{v:?}"));
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{}\n",
+            quote(&r.tensor),
+            shape,
+            quote(&r.scheme),
+            r.elements,
+            nums.join(","),
+            r.nan,
+            quote(r.error.as_deref().unwrap_or(""))
+        ));
     }
-    if out.is_empty() {
-        bail!("no floating tensors in {files:?}");
-    }
-    Ok(out)
+    out
 }
 
 fn fmt_pct(v: f64) -> String {
@@ -258,57 +260,112 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             .collect()
     };
     let t0 = Instant::now();
-    let (tensors, compared) = match &a.reference {
+    // the inputs, opened (headers validated, nothing read yet): the checkpoints reported,
+    // and with --reference the files compared with it
+    let open = |p: &PathBuf| -> Result<Checkpoint> {
+        let mut ck = checkpoint::open(p).with_context(|| format!("reading {}", p.display()))?;
+        ck.retain(&a.include, &a.exclude);
+        Ok(ck)
+    };
+    let (sources, compared): (Vec<Checkpoint>, Vec<(String, Checkpoint)>) = match &a.reference {
         Some(r) => {
             if a.files.is_empty() {
                 bail!("--reference needs the files to compare with it (lowprec report --reference REF FILE…)");
             }
-            let tensors = load(std::slice::from_ref(r)).context("reading the reference")?;
-            let compared = compare(&tensors, &a.files)?;
-            (tensors, compared)
+            let others = a
+                .files
+                .iter()
+                .map(|p| {
+                    let label = p.file_name().map_or_else(
+                        || p.display().to_string(),
+                        |s| s.to_string_lossy().into_owned(),
+                    );
+                    Ok((label, open(p)?))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            (vec![open(r)?], others)
         }
-        None if a.files.is_empty() => (report::builtin(), vec![]),
-        None => (load(&a.files).context("reading the inputs")?, vec![]),
+        None => (
+            a.files.iter().map(open).collect::<Result<Vec<_>>>()?,
+            vec![],
+        ),
     };
-    let jobs = tensors.len() * schemes.len();
-    let bar = ProgressBar::with_draw_target(Some(jobs as u64), ProgressDrawTarget::hidden());
+    let n_tensors = if a.files.is_empty() {
+        report::builtin().len()
+    } else {
+        sources
+            .iter()
+            .map(|c| c.tensors().iter().filter(|t| t.is_float).count())
+            .sum()
+    };
+    let bar = ProgressBar::with_draw_target(Some(n_tensors as u64), ProgressDrawTarget::hidden());
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} tensors {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let shown = Mutex::new(false);
-    let scheme_rows: Vec<Row> =
-        report::method_rows(&tensors, &schemes, a.basis.into(), |t, label| {
-            if t0.elapsed() > Duration::from_secs(1) {
-                let mut on = shown.lock().unwrap_or_else(|p| p.into_inner());
-                if !*on {
-                    bar.set_draw_target(ProgressDrawTarget::stderr());
-                    *on = true;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut seen = 0usize;
+    // one tensor at a time: its comparisons, then its schemes (in parallel); then dropped
+    let mut process = |t: Tensor| -> Result<()> {
+        if t0.elapsed() > Duration::from_secs(1) && bar.is_hidden() {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        bar.set_message(t.name.clone());
+        for (label, ck) in &compared {
+            rows.push(compare_one(&t, label, ck)?);
+        }
+        rows.extend(report::method_rows(
+            std::slice::from_ref(&t),
+            &schemes,
+            a.basis.into(),
+            |_, _| {},
+        ));
+        seen += 1;
+        bar.inc(1);
+        Ok(())
+    };
+    if a.files.is_empty() {
+        for t in report::builtin() {
+            process(t)?;
+        }
+    } else {
+        for ck in &sources {
+            for r in ck.tensors() {
+                let loaded = ck
+                    .load(r)
+                    .with_context(|| format!("reading {}", ck.shard_of(r).display()))?;
+                if let Some(t) = loaded {
+                    process(t)?;
                 }
             }
-            bar.set_message(format!("{} {}", t.name, label));
-            bar.inc(1);
-        });
+        }
+    }
     bar.finish_and_clear();
-    // tensor-major: each tensor's file comparisons, then its schemes
+    if seen == 0 {
+        bail!(
+            "no floating tensors in {:?}{}",
+            a.reference.iter().chain(&a.files).collect::<Vec<_>>(),
+            if a.include.is_empty() && a.exclude.is_empty() {
+                ""
+            } else {
+                " that --include / --exclude keep"
+            }
+        );
+    }
     let labels: Vec<(String, ())> = compared
         .iter()
         .map(|(l, _)| (l.clone(), ()))
         .chain(schemes.iter().map(|(l, _)| (l.clone(), ())))
         .collect();
-    let mut rows = Vec::with_capacity(scheme_rows.len() + compared.len() * tensors.len());
-    let mut it = scheme_rows.into_iter();
-    for ti in 0..tensors.len() {
-        for (_, rs) in &compared {
-            rows.push(rs[ti].clone());
-        }
-        rows.extend(it.by_ref().take(schemes.len()));
-    }
-    // totals per scheme, over every tensor
+    let tensors_len = seen;
     let totals = report::totals(&rows, &labels);
     if a.json {
         let v = serde_json::json!({"tensors": if a.summary { vec![] } else { json(&rows) }, "totals": json(&totals)});
         outln!("{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.csv {
+        out!("{}", csv(if a.summary { &[] } else { &rows[..] }, &totals))?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut header = vec![
@@ -373,7 +430,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     }
     outln!(
         "Totals over {} tensors ({} elements):",
-        tensors.len(),
+        tensors_len,
         totals.first().map_or(0, |r| r.elements)
     )?;
     out!("{}", render(&totals))?;

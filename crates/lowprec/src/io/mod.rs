@@ -3,6 +3,7 @@
 //! partial output is ever left). Reading maps files into memory through `io::mmap`, the one
 //! place outside `simd` where the library uses `unsafe`.
 
+pub mod checkpoint;
 pub mod gguf;
 #[allow(unsafe_code)]
 mod mmap;

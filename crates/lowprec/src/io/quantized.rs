@@ -85,6 +85,13 @@ fn f64_bytes(v: &[f64], d: Dtype) -> Result<Vec<u8>> {
             let (c, _) = crate::encode_vec::<f64, u16>(&f, v, &crate::RoundOptions::default())?;
             c.iter().flat_map(|x| x.to_le_bytes()).collect()
         }
+        d if d.fp8().is_some() => {
+            // back into the tensor's own 8-bit format, nearest even, saturating (FP8
+            // checkpoints hold finite values)
+            let f = d.fp8().expect("an 8-bit float dtype");
+            let o = crate::RoundOptions::default().overflow(crate::Overflow::Saturate);
+            crate::encode_vec::<f64, u8>(&f, v, &o)?.0
+        }
         d => {
             return Err(Error::InvalidArgument(format!(
                 "{d} is not a floating dtype for values"

@@ -93,15 +93,24 @@ pub enum Dtype {
     I16,
     /// boolean, one byte each (`"BOOL"`; attention masks and the like), kept as raw bytes.
     Bool,
+    /// OCP FP8 E4M3 (`"F8_E4M3"`: torch's `float8_e4m3fn`, no Inf, NaN at 0x7F/0xFF).
+    F8E4M3,
+    /// OCP FP8 E5M2 (`"F8_E5M2"`: IEEE-like, with Inf).
+    F8E5M2,
+    /// OCP E8M0 (`"F8_E8M0"`: powers of two 2^-127 … 2^127, NaN at 0xFF; MX scales).
+    F8E8M0,
 }
 
 impl Dtype {
     /// Every supported dtype, floats first.
-    pub const ALL: [Dtype; 13] = [
+    pub const ALL: [Dtype; 16] = [
         Dtype::F32,
         Dtype::F16,
         Dtype::BF16,
         Dtype::F64,
+        Dtype::F8E4M3,
+        Dtype::F8E5M2,
+        Dtype::F8E8M0,
         Dtype::U8,
         Dtype::I8,
         Dtype::U16,
@@ -129,22 +138,38 @@ impl Dtype {
             Dtype::U64 => "U64",
             Dtype::I16 => "I16",
             Dtype::Bool => "BOOL",
+            Dtype::F8E4M3 => "F8_E4M3",
+            Dtype::F8E5M2 => "F8_E5M2",
+            Dtype::F8E8M0 => "F8_E8M0",
         }
     }
 
     /// The size of one element in bytes.
     pub fn size(self) -> usize {
         match self {
-            Dtype::U8 | Dtype::I8 | Dtype::Bool => 1,
+            Dtype::U8 | Dtype::I8 | Dtype::Bool | Dtype::F8E4M3 | Dtype::F8E5M2 | Dtype::F8E8M0 => {
+                1
+            }
             Dtype::F16 | Dtype::BF16 | Dtype::U16 | Dtype::I16 => 2,
             Dtype::F32 | Dtype::I32 | Dtype::U32 => 4,
             Dtype::F64 | Dtype::I64 | Dtype::U64 => 8,
         }
     }
 
-    /// Whether the elements are floating-point numbers (`F32`, `F16`, `BF16`, `F64`).
+    /// Whether the elements are floating-point numbers (`F32`, `F16`, `BF16`, `F64` and the
+    /// 8-bit `F8_E4M3`, `F8_E5M2`, `F8_E8M0`).
     pub fn is_float(self) -> bool {
-        matches!(self, Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64)
+        self.fp8().is_some() || matches!(self, Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64)
+    }
+
+    /// The format of an 8-bit float dtype.
+    pub fn fp8(self) -> Option<crate::FloatFormat> {
+        match self {
+            Dtype::F8E4M3 => Some(crate::FloatFormat::FP8_E4M3),
+            Dtype::F8E5M2 => Some(crate::FloatFormat::FP8_E5M2),
+            Dtype::F8E8M0 => Some(crate::FloatFormat::E8M0),
+            _ => None,
+        }
     }
 
     /// The supported names, comma separated, for error messages.
@@ -229,9 +254,13 @@ impl TensorView<'_> {
             Dtype::F32 => le_map(self.bytes, f32::from_le_bytes),
             Dtype::F16 => le_map(self.bytes, |b| f16_to_f32(u16::from_le_bytes(b))),
             Dtype::BF16 => le_map(self.bytes, |b| bf16_to_f32(u16::from_le_bytes(b))),
+            d if d.fp8().is_some() => fp8_values(self.bytes, d)?
+                .into_iter()
+                .map(|v| v as f32)
+                .collect(),
             d => {
                 return Err(Error::InvalidArgument(format!(
-                    "tensor '{}' is {d}; to_f32_vec reads F32, F16 and BF16{}",
+                    "tensor '{}' is {d}; to_f32_vec reads F32, F16, BF16 and the F8 types{}",
                     self.name,
                     if d == Dtype::F64 {
                         " (use to_f64_vec for F64)"
@@ -259,6 +288,7 @@ impl TensorView<'_> {
             Dtype::BF16 => le_map(self.bytes, |b| {
                 f32_to_f64(bf16_to_f32(u16::from_le_bytes(b)))
             }),
+            d if d.fp8().is_some() => fp8_values(self.bytes, d)?,
             d => {
                 return Err(Error::InvalidArgument(format!(
                     "tensor '{}' is {d}; to_f64_vec reads F32, F16, BF16 and F64",
@@ -267,6 +297,12 @@ impl TensorView<'_> {
             }
         })
     }
+}
+
+/// The values of 8-bit float codes (exact in binary32: every FP8 and E8M0 value is).
+fn fp8_values(b: &[u8], d: Dtype) -> Result<Vec<f64>> {
+    let f = d.fp8().expect("an 8-bit float dtype");
+    crate::decode_vec::<u8, f64>(&f, b)
 }
 
 /// `f` applied to each `N`-byte little-endian chunk of `b`.
@@ -1200,14 +1236,11 @@ mod tests {
     fn refuses_unknown_dtypes_and_bad_shapes_and_offsets() {
         let one = |entry: &str, data: &[u8]| raw(&format!(r#"{{"t":{entry}}}"#), data);
         assert_refused(
-            one(
-                r#"{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}"#,
-                &[0],
-            ),
+            one(r#"{"dtype":"F4","shape":[1],"data_offsets":[0,1]}"#, &[0]),
             &[
                 "tensor 't'",
-                "unknown dtype 'F8_E4M3'",
-                "supported: F32, F16, BF16, F64, U8",
+                "unknown dtype 'F4'",
+                "supported: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, F8_E8M0, U8",
             ],
         );
         assert_refused(

@@ -1,0 +1,142 @@
+"""Sharded safetensors checkpoints (written by the `safetensors` package, F32 / BF16 / F16 /
+FP8 dtypes) through `lowprec report`: the same rows as the unsharded file, by folder or by
+index; --include / --exclude; --csv; and bad checkpoints give one line and exit 2."""
+
+import csv
+import io
+import json
+import subprocess
+
+import ml_dtypes
+import numpy as np
+import pytest
+from safetensors._safetensors_rust import TensorSpec, serialize_file
+
+from conftest import lowprec_bin
+
+DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16,
+          "F8_E4M3": ml_dtypes.float8_e4m3fn, "F8_E5M2": ml_dtypes.float8_e5m2}
+
+
+def run(*args, ok=True):
+    r = subprocess.run([lowprec_bin(), *map(str, args)], capture_output=True, text=True)
+    if ok:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def tensors():
+    rng = np.random.default_rng(4)
+    out = {}
+    for i, (dt, np_dt) in enumerate(DTYPES.items()):
+        x = (rng.standard_normal((8, 64)) * 0.5).astype(np_dt)
+        out[f"layer.{i}.weight"] = (dt, x)
+        out[f"layer.{i}.bias"] = (dt, (rng.standard_normal(64) * 0.1).astype(np_dt))
+    out["position_ids"] = ("I64", np.arange(16, dtype=np.int64))
+    return out
+
+
+TORCH_NAMES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F8_E4M3": "float8_e4m3fn",
+               "F8_E5M2": "float8_e5m2", "I64": "int64"}
+
+
+def save(path, items, metadata=None):
+    """The safetensors package's own writer (its raw TensorSpec API takes every dtype)."""
+    keep = {k: np.ascontiguousarray(x) for k, (_, x) in items.items()}
+    specs = {k: TensorSpec(dtype=TORCH_NAMES[dt], shape=list(keep[k].shape), data_ptr=keep[k].ctypes.data,
+                           data_len=keep[k].nbytes) for k, (dt, _) in items.items()}
+    serialize_file(specs, str(path), metadata)
+
+
+@pytest.fixture
+def ckpt(tmp_path):
+    ts = tensors()
+    save(tmp_path / "model.safetensors", ts, {"format": "pt"})
+    shard_dir = tmp_path / "sharded"
+    shard_dir.mkdir()
+    names = list(ts)
+    parts = [names[:4], names[4:8], names[8:]]
+    weight_map = {}
+    for i, part in enumerate(parts):
+        f = f"model-{i + 1:05d}-of-{len(parts):05d}.safetensors"
+        save(shard_dir / f, {n: ts[n] for n in part})
+        weight_map.update({n: f for n in part})
+    (shard_dir / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
+    return tmp_path, ts
+
+
+def rows(*args):
+    return json.loads(run("report", *args, "--json", "-s", "mxfp4", "-s", "fp8-e4m3", "-s", "gguf:Q8_0").stdout)
+
+
+def test_sharded_reports_equal_the_single_file(ckpt):
+    d, ts = ckpt
+    one = rows(d / "model.safetensors")
+    by_folder = rows(d / "sharded")
+    by_index = rows(d / "sharded" / "model.safetensors.index.json")
+    key = lambda r: (r["tensor"], r["scheme"])  # noqa: E731
+    assert sorted(one["tensors"], key=key) == sorted(by_folder["tensors"], key=key)
+    assert by_folder == by_index
+    assert one["totals"] == by_folder["totals"]
+    # every float tensor, FP8 ones decoded exactly: the fp8-e4m3 cast of an F8_E4M3 tensor
+    # (per-tensor scaled) is close, and the F8 tensors are reported at all
+    names = {r["tensor"] for r in one["tensors"]}
+    assert names == {n for n, (dt, _) in ts.items() if dt != "I64"}
+
+
+def test_fp8_values_are_decoded_exactly(ckpt, tmp_path):
+    d, ts = ckpt
+    # a file against itself holds no error; against its F32 widening neither
+    ref = {n: ("F32", x.astype(np.float32)) for n, (dt, x) in ts.items() if dt != "I64"}
+    save(tmp_path / "ref.safetensors", ref)
+    r = json.loads(run("report", "--reference", tmp_path / "ref.safetensors", d / "sharded", "--json").stdout)
+    for row in r["tensors"]:
+        assert "error" not in row, row
+        assert row["max_abs_error"] == 0.0, row
+
+
+def test_include_exclude_and_csv(ckpt):
+    d, ts = ckpt
+    r = run("report", d / "sharded", "--include", "*.weight", "--exclude", "layer.3.*", "-s", "int8", "--csv")
+    got = list(csv.DictReader(io.StringIO(r.stdout)))
+    tensors_ = [g["tensor"] for g in got if g["tensor"] != "(all)"]
+    assert tensors_ == [f"layer.{i}.weight" for i in (0, 1, 2, 4)]
+    assert got[-1]["tensor"] == "(all)" and int(got[-1]["elements"]) == 4 * 8 * 64
+    assert float(got[0]["sqnr_db"]) > 30
+
+
+def test_bad_checkpoints_are_one_line_and_exit_2(ckpt):
+    d, ts = ckpt
+    s = d / "sharded"
+    index = s / "model.safetensors.index.json"
+    good = json.loads(index.read_text())
+
+    def expect(needle, target=s):
+        r = run("report", target, ok=False)
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], r.stderr
+
+    bad = dict(good, weight_map=dict(good["weight_map"], **{"ghost.weight": "model-00009-of-00009.safetensors"}))
+    index.write_text(json.dumps(bad))
+    expect("does not exist")
+    bad = dict(good, weight_map=dict(good["weight_map"], **{"ghost.weight": "model-00001-of-00003.safetensors"}))
+    index.write_text(json.dumps(bad))
+    expect("tensor ghost.weight is not in its shard")
+    wm = dict(good["weight_map"])
+    moved = next(iter(wm))
+    wm[moved] = "model-00002-of-00003.safetensors"
+    index.write_text(json.dumps(dict(good, weight_map=wm)))
+    expect("does not put there")
+    wm = dict(good["weight_map"])
+    wm[moved] = "../model.safetensors"
+    index.write_text(json.dumps(dict(good, weight_map=wm)))
+    expect("not a file name in the index's folder")
+    index.write_text("{not json")
+    expect("not JSON")
+    index.write_text(json.dumps(good))
+    shard = s / "model-00002-of-00003.safetensors"
+    b = shard.read_bytes()
+    shard.write_bytes(b[: len(b) - 7])
+    expect("model-00002-of-00003.safetensors")
