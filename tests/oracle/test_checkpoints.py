@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import subprocess
+import sys
 
 import ml_dtypes
 import numpy as np
@@ -140,3 +141,34 @@ def test_bad_checkpoints_are_one_line_and_exit_2(ckpt):
     b = shard.read_bytes()
     shard.write_bytes(b[: len(b) - 7])
     expect("model-00002-of-00003.safetensors")
+
+
+def peak_rss_kib(args):
+    """Run the CLI in a fresh Python process (whose only child it is) and return its peak
+    resident memory in KiB."""
+    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True); "
+            "assert r.returncode == 0, r.stderr; print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    r = subprocess.run([sys.executable, "-c", code, lowprec_bin(), *map(str, args)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return int(r.stdout.strip())
+
+
+def test_memory_is_bounded_by_the_largest_tensor_not_the_checkpoint(tmp_path):
+    # 48 tensors of 16 MiB (768 MiB) in 8 shards; the report must stay far below that
+    rng = np.random.default_rng(9)
+    d = tmp_path / "big"
+    d.mkdir()
+    weight_map = {}
+    for s in range(8):
+        f = f"model-{s + 1:05d}-of-00008.safetensors"
+        items = {f"t{s}.{i}": ("F32", rng.standard_normal((1024, 4096), dtype=np.float32)) for i in range(6)}
+        save(d / f, items)
+        weight_map.update({k: f for k in items})
+    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    total = 48 * 16 * 1024
+    peak = peak_rss_kib(["report", d, "-s", "fp8-e4m3", "-s", "int8", "--summary"])
+    tensor = 16 * 1024
+    # the documented bound (docs/files.md): 64 MiB + 12 x the largest tensor's binary32 bytes
+    assert peak < 64 * 1024 + 12 * tensor, f"peak {peak} KiB"
+    assert peak < total / 3, f"peak {peak} KiB of a {total} KiB checkpoint"

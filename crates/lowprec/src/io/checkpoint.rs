@@ -109,9 +109,13 @@ impl Checkpoint {
         if !t.is_float {
             return Ok(None);
         }
+        let path = &self.shards[t.shard].0;
         let values = match &self.shards[t.shard].1 {
             Shard::SafeTensors(f) => {
                 let v = f.get(&t.name).expect("listed tensors are in their shard");
+                let (a, b) = f.file_range(&t.name).expect("listed");
+                let bytes = read_range(path, a, b)?;
+                let v = st::TensorView { bytes: &bytes, ..v };
                 if v.dtype == st::Dtype::F64 {
                     Values::F64(v.to_f64_vec()?)
                 } else {
@@ -120,7 +124,11 @@ impl Checkpoint {
             }
             Shard::Gguf(f) => {
                 let i = f.tensor(&t.name).expect("listed tensors are in their file");
-                Values::F32(f.dequantize(i)?)
+                let a = f.data_start() + i.offset;
+                let bytes = read_range(path, a, a + i.size)?;
+                let mut out = vec![0f32; i.elements() as usize];
+                crate::ggml::dequantize(i.ggml_type, &bytes, &mut out)?;
+                Values::F32(out)
             }
             Shard::Npy(a) => match &a.data {
                 Data::F32(x) => Values::F32(x.clone()),
@@ -136,6 +144,19 @@ impl Checkpoint {
             values,
         }))
     }
+}
+
+/// The bytes `[a, b)` of a file by ordinary reads: the page cache keeps them, not this
+/// process's resident memory (the shards stay mapped, for their validated headers, but their
+/// data is never touched through the maps).
+fn read_range(path: &Path, a: u64, b: u64) -> Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let cannot = |e: std::io::Error| bad(format!("cannot read {}: {e}", path.display()));
+    let mut f = std::fs::File::open(path).map_err(cannot)?;
+    f.seek(SeekFrom::Start(a)).map_err(cannot)?;
+    let mut v = vec![0u8; (b - a) as usize];
+    f.read_exact(&mut v).map_err(cannot)?;
+    Ok(v)
 }
 
 /// Whether `name` matches the glob `pattern` (`*`: any run, `?`: one character).

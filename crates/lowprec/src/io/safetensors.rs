@@ -427,6 +427,19 @@ impl SafeTensors {
         &self.metadata
     }
 
+    /// Where the tensor `name`'s bytes lie in the file: `[start, end)` from its first byte
+    /// (for reading them with ordinary reads instead of through the map, which would count
+    /// the pages in the process's resident memory for as long as the file stays mapped).
+    pub fn file_range(&self, name: &str) -> Option<(u64, u64)> {
+        self.index.get(name).map(|&i| {
+            let e = &self.entries[i];
+            (
+                (self.data_start + e.begin) as u64,
+                (self.data_start + e.end) as u64,
+            )
+        })
+    }
+
     fn view<'a>(&'a self, e: &'a Entry) -> TensorView<'a> {
         let data = &self.storage.bytes()[self.data_start..];
         TensorView {
