@@ -172,3 +172,31 @@ def test_memory_is_bounded_by_the_largest_tensor_not_the_checkpoint(tmp_path):
     # the documented bound (docs/files.md): 64 MiB + 12 x the largest tensor's binary32 bytes
     assert peak < 64 * 1024 + 12 * tensor, f"peak {peak} KiB"
     assert peak < total / 3, f"peak {peak} KiB of a {total} KiB checkpoint"
+
+
+def test_quantize_a_sharded_checkpoint_shard_by_shard_and_resume(ckpt, tmp_path):
+    d, ts = ckpt
+    q1, qs = tmp_path / "q1.safetensors", tmp_path / "qs"
+    run("quantize", d / "model.safetensors", "-s", "mxfp4", "-o", q1)
+    r = run("quantize", d / "sharded", "-s", "mxfp4", "-o", qs)
+    assert "3 shards quantized" in r.stderr
+    names = sorted(p.name for p in qs.iterdir())
+    assert names == sorted(p.name for p in (d / "sharded").iterdir())
+    index = json.loads((qs / "model.safetensors.index.json").read_text())
+    assert index["metadata"]["lowprec.scheme"] == "mx:fp4-e2m1"
+    # dequantized shard by shard = the single file dequantized, tensor for tensor
+    b1, bs = tmp_path / "b1.safetensors", tmp_path / "bs"
+    run("dequantize", q1, "-o", b1)
+    run("dequantize", qs, "-o", bs)
+    one = json.loads(run("report", "--reference", b1, bs, "--json").stdout)
+    assert one["tensors"] and all(row["max_abs_error"] == 0.0 for row in one["tensors"])
+    # an interrupted run: one shard and the index missing; the rerun writes only that shard
+    (qs / "model-00002-of-00003.safetensors").unlink()
+    (qs / "model.safetensors.index.json").unlink()
+    r = run("quantize", d / "sharded" / "model.safetensors.index.json", "-s", "mxfp4", "-o", qs)
+    assert "1 shards quantized" in r.stderr and "2 kept from an earlier run" in r.stderr
+    assert json.loads((qs / "model.safetensors.index.json").read_text()) == index
+    # a different scheme rewrites every shard
+    r = run("quantize", d / "sharded", "-s", "nvfp4", "-o", qs)
+    assert "3 shards quantized" in r.stderr
+    assert not list(qs.glob("*.tmp")) and not list(qs.glob(".lowprec-*"))

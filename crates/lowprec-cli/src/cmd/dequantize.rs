@@ -12,8 +12,9 @@ use std::process::ExitCode;
   lowprec dequantize model.nvfp4.safetensors -o model.back.safetensors
   lowprec dequantize model.q8_0.gguf -o model.f32.safetensors")]
 pub struct Args {
-    /// A `.safetensors` file written by `lowprec quantize`, or a `.gguf` file (every tensor
-    /// dequantized to F32 as llama.cpp's reference does; integer tensors copied).
+    /// A `.safetensors` file written by `lowprec quantize` (or a folder of such shards, the
+    /// output then a folder), or a `.gguf` file (every tensor dequantized to F32 as
+    /// llama.cpp's reference does; integer tensors copied).
     pub input: PathBuf,
     /// The output `.safetensors`: every quantized tensor back in its original dtype and
     /// shape, the others copied.
@@ -23,6 +24,15 @@ pub struct Args {
 
 /// Run `lowprec dequantize`.
 pub fn run(a: &Args) -> Result<ExitCode> {
+    if super::sharded::is_sharded(&a.input) {
+        let n = super::sharded::dequantize(&a.input, &a.output)?;
+        errln!(
+            "{} -> {}: {n} shards dequantized, index written",
+            a.input.display(),
+            a.output.display()
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
     check_output(&a.input, &a.output)?;
     if a.input.extension().and_then(|e| e.to_str()) == Some("gguf") {
         let n = super::gguf::dequantize_gguf(&a.input, &a.output)?;

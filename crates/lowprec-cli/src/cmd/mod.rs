@@ -44,6 +44,7 @@ pub mod quantize;
 pub mod report;
 pub mod round;
 pub mod schemes;
+pub mod sharded;
 pub mod soliton;
 pub mod table_op;
 pub mod tour;

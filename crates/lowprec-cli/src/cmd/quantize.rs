@@ -18,8 +18,10 @@ use std::process::ExitCode;
   lowprec quantize model.safetensors -s nvfp4 -o model.nvfp4.safetensors
   lowprec quantize model.safetensors -s gguf:Q8_0 -o model.q8_0.gguf --meta general.name=minilm")]
 pub struct Args {
-    /// Input: a `.npy` array (float16/bfloat16/float32/float64, blocks along the last axis)
-    /// or a `.safetensors` file (every floating tensor of at least 2 dimensions).
+    /// Input: a `.npy` array (float16/bfloat16/float32/float64, blocks along the last axis),
+    /// a `.safetensors` file (every floating tensor of at least 2 dimensions), a sharded
+    /// checkpoint (a folder or its `.index.json`: the output is a folder of shards of the same
+    /// names and their index; an interrupted run resumes), or a `.gguf` file (with gguf:TYPE).
     pub input: PathBuf,
     /// The scheme: mx:ELEM[:block=N][:scale=floor|ceil|even|rceil][:pad], mxfp8, mxfp6,
     /// mxfp4, mxint8, nvfp4[:convention=seed|torchao], tensor:FORMAT, cast:FORMAT, FORMAT,
@@ -258,7 +260,9 @@ pub fn is_safetensors(p: &Path) -> bool {
 
 /// Run `lowprec quantize`.
 pub fn run(a: &Args) -> Result<ExitCode> {
-    check_output(&a.input, &a.output)?;
+    if !super::sharded::is_sharded(&a.input) {
+        check_output(&a.input, &a.output)?;
+    }
     let is_gguf = a.output.extension().and_then(|e| e.to_str()) == Some("gguf");
     let scheme = match (a.scheme, is_gguf) {
         (Method::Ggml(t), true) => {
@@ -278,6 +282,25 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     };
     if !a.meta.is_empty() {
         bail!("--meta sets GGUF key/values; it needs a .gguf output");
+    }
+    if super::sharded::is_sharded(&a.input) {
+        if a.scales.is_some() || a.codes.is_some() || a.packed.is_some() {
+            bail!(
+                "--scales, --codes and --packed are for .npy inputs; the output shards hold them"
+            );
+        }
+        let (written, kept) = super::sharded::quantize(&a.input, &scheme, &a.output)?;
+        errln!(
+            "{} -> {}: {written} shards quantized with {scheme}{}, index written",
+            a.input.display(),
+            a.output.display(),
+            if kept > 0 {
+                format!(", {kept} kept from an earlier run")
+            } else {
+                String::new()
+            }
+        );
+        return Ok(ExitCode::SUCCESS);
     }
     if is_safetensors(&a.input) {
         if a.scales.is_some() || a.codes.is_some() || a.packed.is_some() {
