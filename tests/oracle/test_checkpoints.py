@@ -200,3 +200,23 @@ def test_quantize_a_sharded_checkpoint_shard_by_shard_and_resume(ckpt, tmp_path)
     r = run("quantize", d / "sharded", "-s", "nvfp4", "-o", qs)
     assert "3 shards quantized" in r.stderr
     assert not list(qs.glob("*.tmp")) and not list(qs.glob(".lowprec-*"))
+
+
+def test_ctrl_c_leaves_no_partial_output(tmp_path):
+    import signal
+    import time
+    x = np.random.default_rng(1).standard_normal((8192, 8192), dtype=np.float32)  # 256 MiB
+    np.save(tmp_path / "x.npy", x)
+    del x
+    out = tmp_path / "out"
+    out.mkdir()
+    p = subprocess.Popen([lowprec_bin(), "round", "bf16", tmp_path / "x.npy", "-o", out / "y.npy"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and p.poll() is None and not list(out.glob(".lowprec-*.tmp")):
+        time.sleep(0.002)
+    assert p.poll() is None, "finished before its output was being written: make the input larger"
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=60)
+    assert p.returncode == 130, p.stderr.read()
+    assert list(out.iterdir()) == [], list(out.iterdir())

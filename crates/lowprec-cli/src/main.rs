@@ -127,6 +127,11 @@ fn main() -> ExitCode {
         Err(e) => return clap_error(e),
     };
     cmd::set_memory_budget(cli.max_memory);
+    // Ctrl-C: no output is left half-written (committed outputs stay), exit code 130
+    let _ = ctrlc::set_handler(|| {
+        lowprec::io::remove_uncommitted();
+        std::process::exit(130);
+    });
     if let Some(level) = cli.simd {
         lowprec::simd::set_max_level(match level {
             Simd::Portable => lowprec::simd::Level::Portable,

@@ -290,27 +290,30 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             vec![],
         ),
     };
-    let n_tensors = if a.files.is_empty() {
-        report::builtin().len()
+    // progress in stored bytes (rate and ETA from them), shown on a terminal after a second
+    let (n_tensors, n_bytes) = if a.files.is_empty() {
+        (report::builtin().len(), 0)
     } else {
         sources
             .iter()
-            .map(|c| c.tensors().iter().filter(|t| t.is_float).count())
-            .sum()
+            .flat_map(|c| c.tensors().iter().filter(|t| t.is_float))
+            .fold((0, 0u64), |(n, b), t| (n + 1, b + t.bytes))
     };
-    let bar = ProgressBar::with_draw_target(Some(n_tensors as u64), ProgressDrawTarget::hidden());
+    let bar = ProgressBar::with_draw_target(Some(n_bytes), ProgressDrawTarget::hidden());
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} tensors {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut rows: Vec<Row> = Vec::new();
     let mut seen = 0usize;
     // one tensor at a time: its comparisons, then its schemes (in parallel); then dropped
-    let mut process = |t: Tensor| -> Result<()> {
+    let mut process = |t: Tensor, stored: u64| -> Result<()> {
         if t0.elapsed() > Duration::from_secs(1) && bar.is_hidden() {
             bar.set_draw_target(ProgressDrawTarget::stderr());
         }
-        bar.set_message(t.name.clone());
+        bar.set_message(format!("tensor {}/{n_tensors} {}", seen + 1, t.name));
         for (label, ck) in &compared {
             rows.push(compare_one(&t, label, ck)?);
         }
@@ -321,12 +324,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             |_, _| {},
         ));
         seen += 1;
-        bar.inc(1);
+        bar.inc(stored);
         Ok(())
     };
     if a.files.is_empty() {
         for t in report::builtin() {
-            process(t)?;
+            process(t, 0)?;
         }
     } else {
         for ck in &sources {
@@ -335,7 +338,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                     .load(r)
                     .with_context(|| format!("reading {}", ck.shard_of(r).display()))?;
                 if let Some(t) = loaded {
-                    process(t)?;
+                    process(t, r.bytes)?;
                 }
             }
         }

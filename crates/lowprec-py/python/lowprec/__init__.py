@@ -76,9 +76,45 @@ ROUNDING_MODES = ("nearest_even", "toward_zero", "nearest_away", "stochastic")
 # ---------------------------------------------------------------------------------------
 # argument plumbing
 # ---------------------------------------------------------------------------------------
+def _np(x):
+    """An array as numpy sees it: numpy arrays as they are; anything speaking the DLPack
+    protocol (torch CPU tensors, JAX and other array libraries) through ``np.from_dlpack``,
+    without a copy; anything else through ``np.asarray``."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "__dlpack__"):
+        try:
+            return np.from_dlpack(x)
+        except (TypeError, BufferError, RuntimeError, ValueError) as e:
+            if "bfloat16" in str(getattr(x, "dtype", "")) and hasattr(x, "view"):
+                # numpy has no bfloat16: its bits, viewed as ml_dtypes' bfloat16
+                import ml_dtypes  # noqa: PLC0415
+                return np.from_dlpack(x.view(_int16_of(x))).view(ml_dtypes.bfloat16)
+            raise TypeError(f"cannot read this {type(x).__name__} through DLPack ({e}); "
+                            "move it to the CPU (x.cpu()) or pass a numpy array") from None
+    return np.asarray(x)
+
+
+def _int16_of(x):
+    """The 16-bit integer dtype of the array library of `x` (torch.int16 for torch)."""
+    mod = type(x).__module__.split(".")[0]
+    return getattr(__import__(mod), "int16")
+
+
+def _torch(a, as_torch):
+    """`a`, or with ``as_torch`` the same memory as a torch tensor (``torch.from_dlpack``)."""
+    if not as_torch:
+        return a
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        raise ImportError("as_torch=True needs torch: pip install torch") from None
+    return torch.from_dlpack(np.ascontiguousarray(a))
+
+
 def _floats(x, f64=False):
     """A C-contiguous float32 or float64 array (float64 for anything else, or with f64)."""
-    a = np.asarray(x)
+    a = _np(x)
     if a.dtype == np.float64 or (a.dtype == np.float32 and not f64):
         return _c(a)
     if True:
@@ -192,27 +228,32 @@ def _is_float_dtype(dt):
 
 
 def round(x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0,  # noqa: A001
-          as_ml_dtypes=False):
+          as_ml_dtypes=False, as_torch=False):
     """Round `x` into `format` (one rounding of the exact input). float32 in, float32 out
     where the format's values fit binary32; otherwise float64. With ``as_ml_dtypes``, the
     rounded values as an array of the format's own dtype (:func:`ml_dtype`: the codes viewed
     as ``float8_e4m3fn`` …; a value with no code, such as NaN in fp4, is a ValueError).
-    ml_dtypes / float16 / bfloat16 inputs are widened exactly."""
+    ml_dtypes / float16 / bfloat16 inputs are widened exactly; torch tensors and other
+    DLPack arrays are read without a copy, and ``as_torch=True`` returns a torch tensor."""
     if as_ml_dtypes:
         return encode(x, format, rounding, overflow, seed, index_offset, as_ml_dtypes=True)
     a = _floats(x)
-    return _out(_lowprec.round(a, _spec(format), rounding, overflow, seed, index_offset), x)
+    r = _lowprec.round(a, _spec(format), rounding, overflow, seed, index_offset)
+    return _torch(r, True) if as_torch else _out(r, a)
 
 
 def encode(x, format, rounding="rne", overflow="ovf", seed=0, index_offset=0,
-           as_ml_dtypes=False):
+           as_ml_dtypes=False, as_torch=False):
     """Round `x` into `format` and return the codes (uint8/16/32/64 by the format's width),
-    or with ``as_ml_dtypes`` the codes viewed as the format's dtype (:func:`ml_dtype`)."""
+    or with ``as_ml_dtypes`` the codes viewed as the format's dtype (:func:`ml_dtype`), or
+    with ``as_torch`` as a torch tensor."""
     if as_ml_dtypes:
         ml_dtype(format)  # no dtype: fail before the work
     a = _floats(x)
     c = _lowprec.encode(a, _spec(format), rounding, overflow, seed, index_offset)
-    return _out(_view(c, format) if as_ml_dtypes else c, x)
+    if as_torch:
+        return _torch(c, True)
+    return _out(_view(c, format) if as_ml_dtypes else c, a)
 
 
 def round_exact(literals, format, rounding="rne", overflow="ovf", seed=0):
@@ -233,12 +274,14 @@ def round_exact(literals, format, rounding="rne", overflow="ovf", seed=0):
     return _lowprec.round_exact(texts, _spec(format), rounding, overflow, seed)
 
 
-def decode(codes, format, as_ml_dtypes=False):
+def decode(codes, format, as_ml_dtypes=False, as_torch=False):
     """The float64 values of `codes` (a code above the format's largest is a ValueError).
     `codes` may also be an array of the format's own dtype (``float8_e4m3fn`` … for
     fp8-e4m3): its bits are the codes. With ``as_ml_dtypes``, the codes viewed as the
-    format's dtype instead of float64 values."""
-    c = _c(np.asarray(codes))
+    format's dtype instead of float64 values; with ``as_torch``, a torch tensor."""
+    if as_torch:
+        return _torch(decode(codes, format), True)
+    c = _c(_np(codes))
     if c.dtype.kind not in "iu":
         own = None
         if _is_float_dtype(c.dtype) and c.dtype.itemsize <= 2:  # ml_dtypes, float16
@@ -259,8 +302,8 @@ def decode(codes, format, as_ml_dtypes=False):
             bad = c.min() if c.min() < 0 else c.max()
             raise ValueError(f"code {int(bad):#x} does not fit in {info['name']}'s "
                              f"{info['bits']} bits (largest code {info['max_code']:#x})")
-        return _out(_view(c, format), codes)
-    return _out(_lowprec.decode(c, _spec(format)), codes)
+        return _out(_view(c, format), c)
+    return _out(_lowprec.decode(c, _spec(format)), c)
 
 
 def quantize(x, scheme, packed=False, as_ml_dtypes=False):
@@ -343,7 +386,7 @@ def unpack(packed, bits, n):
 def _report_array(name, a):
     """A report tensor as float32 / float64 (16-bit and smaller floats widened exactly to
     float32, as ``lowprec report`` widens float16/bfloat16 files)."""
-    a = np.asarray(a)
+    a = _np(a)
     if a.dtype in (np.float32, np.float64):
         return _c(a)
     if _is_float_dtype(a.dtype) and a.dtype.itemsize <= 2:
@@ -357,7 +400,7 @@ def ggml_types():
     return _lowprec.ggml_types()
 
 
-def ggml_quantize(x, qtype):
+def ggml_quantize(x, qtype, as_torch=False):
     """The raw GGUF bytes of `x` (float32 values, the last axis a whole number of blocks)
     quantized to the ggml type `qtype` (``"Q4_0"``, ``"Q8_0"``, ``"MXFP4"``, …) bit for bit
     as the ``gguf`` package's ``quants.quantize``; uint8, the last axis in bytes.
@@ -367,15 +410,19 @@ def ggml_quantize(x, qtype):
     >>> q.shape, lowprec.ggml_dequantize(q, "Q8_0")[[1, 31]]
     ((34,), array([ 0.9765625, 31.00586  ], dtype=float32))
     """
-    return _lowprec.ggml_quantize(np.ascontiguousarray(x, dtype=np.float32), str(qtype))
+    x = _np(x)
+    q = _lowprec.ggml_quantize(np.ascontiguousarray(x, dtype=np.float32), str(qtype))
+    return _torch(q, as_torch)
 
 
-def ggml_dequantize(data, qtype):
+def ggml_dequantize(data, qtype, as_torch=False):
     """Float32 values of the raw bytes `data` (uint8, the last axis a whole number of blocks)
     of the ggml type `qtype`, bit for bit as the ``gguf`` package's ``quants.dequantize``
     (every type it can dequantize: Q4_0 … Q8_0, the K-quants, the IQ types, TQ1_0/TQ2_0,
     MXFP4, NVFP4, F16, BF16)."""
-    return _lowprec.ggml_dequantize(np.ascontiguousarray(data, dtype=np.uint8), str(qtype))
+    data = _np(data)
+    v = _lowprec.ggml_dequantize(np.ascontiguousarray(data, dtype=np.uint8), str(qtype))
+    return _torch(v, as_torch)
 
 
 def report(tensors=None, schemes=None, totals=False):

@@ -15,6 +15,23 @@ use crate::error::{Error, Result};
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The temporary files of outputs being written and not yet committed.
+static UNCOMMITTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn uncommitted() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    UNCOMMITTED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Remove the temporary file of every output still being written (none is ever renamed
+/// after this): what a Ctrl-C handler calls before the process exits, so that an interrupted
+/// command leaves no partial file (the committed outputs stay).
+pub fn remove_uncommitted() {
+    for p in uncommitted().drain(..) {
+        let _ = fs::remove_file(p);
+    }
+}
 
 /// Write `path` through `fill`, atomically: the bytes go to a temporary file beside it,
 /// which is renamed to `path` only after `fill` succeeded and the data is flushed. On any
@@ -73,8 +90,11 @@ impl Staged {
     ///
     /// [`Error::BadFile`] when the rename fails (the temporary file is then removed).
     pub fn commit(mut self) -> Result<()> {
+        let mut live = uncommitted();
         let r = fs::rename(&self.tmp, &self.path);
         self.done = r.is_ok();
+        live.retain(|p| p != &self.tmp);
+        drop(live);
         r.map_err(|e| Error::BadFile(format!("cannot write {}: {e}", self.path.display())))
     }
 
@@ -88,6 +108,7 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.done {
             let _ = fs::remove_file(&self.tmp);
+            uncommitted().retain(|p| p != &self.tmp);
         }
     }
 }
@@ -158,6 +179,7 @@ pub fn stage(
             .write(true)
             .create_new(true)
             .open(&staged.tmp)?;
+        uncommitted().push(staged.tmp.clone());
         let mut w = BufWriter::with_capacity(1 << 20, file);
         fill(&mut w)?;
         let file = w.into_inner().map_err(|e| e.into_error())?;
