@@ -5,21 +5,11 @@
 
 mod common;
 
-use common::{fails, run, write_npy};
+use common::{fails, ok, write_npy};
 use lowprec::ggml::{self, GgmlType};
 use lowprec::io::gguf;
 use lowprec::io::npy::Data;
 use lowprec::io::safetensors as st;
-
-fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
 
 fn values(n: usize) -> Vec<f32> {
     (0..n)

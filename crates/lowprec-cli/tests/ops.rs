@@ -3,24 +3,14 @@
 
 mod common;
 
-use common::{fails, run, write_npy as write};
+use common::{fails, ok, write_npy as write};
 use lowprec::io::npy::{self, Data};
 use lowprec::ops::{reference, Op, Projection, Rounding, Saturation};
 use lowprec::FloatFormat;
 
-fn stdout(args: &[&str]) -> String {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8(o.stdout).unwrap()
-}
-
 #[test]
 fn calc_rounds_each_step_once_and_shows_it() {
-    let s = stdout(&[
+    let s = ok(&[
         "calc",
         "fma(binary8p4se:1.5, binary8p4se:0.3, fp16:2.1) -> binary8p3se",
     ]);
@@ -31,15 +21,15 @@ fn calc_rounds_each_step_once_and_shows_it() {
         "{s}"
     );
     // the literal above the bf16 tie rounds up (read exactly, not through binary64)
-    let s = stdout(&["calc", "bf16:1.00390625000000000001"]);
+    let s = ok(&["calc", "bf16:1.00390625000000000001"]);
     assert!(s.contains("1.0078125") && s.contains("0x3f81"), "{s}");
     // the draft: x/0 is NaN in P3109, IEEE gives −Inf for 1/−0
-    assert!(stdout(&["calc", "div(binary8p3se:1, binary8p3se:0)"]).contains("0x80"));
-    assert!(stdout(&["calc", "div(fp16:1, fp16:-0) -> fp16"]).contains("0xfc00"));
+    assert!(ok(&["calc", "div(binary8p3se:1, binary8p3se:0)"]).contains("0x80"));
+    assert!(ok(&["calc", "div(fp16:1, fp16:-0) -> fp16"]).contains("0xfc00"));
     // directed rounding and saturation reach the result
-    let s = stdout(&["calc", "add(bf16:1, bf16:0.00390625) -> bf16", "-r", "rup"]);
+    let s = ok(&["calc", "add(bf16:1, bf16:0.00390625) -> bf16", "-r", "rup"]);
     assert!(s.lines().last().unwrap().contains("0x3f81"), "{s}");
-    let s = stdout(&[
+    let s = ok(&[
         "calc",
         "mul(binary8p3se:40000, binary8p3se:2)",
         "--sat",
@@ -47,7 +37,7 @@ fn calc_rounds_each_step_once_and_shows_it() {
     ]);
     assert!(s.lines().last().unwrap().contains("saturated"), "{s}");
     let j: serde_json::Value =
-        serde_json::from_str(&stdout(&["calc", "sqrt(fp32:2) -> fp16", "--json"])).unwrap();
+        serde_json::from_str(&ok(&["calc", "sqrt(fp32:2) -> fp16", "--json"])).unwrap();
     assert_eq!(j[1]["code"], 0x3da8);
 }
 
@@ -77,7 +67,7 @@ fn op_over_arrays_matches_the_exact_reference() {
         ),
         (Op::Subtract, "sub", FloatFormat::FP16, "rdn", "none"),
     ] {
-        stdout(&[
+        ok(&[
             "op",
             name,
             a.to_str().unwrap(),
@@ -125,7 +115,7 @@ fn op_over_arrays_matches_the_exact_reference() {
         .collect();
     let va = dir.path().join("va.npy");
     write(&va, vec![vals.len()], Data::F32(vals.clone()));
-    stdout(&[
+    ok(&[
         "op",
         "neg",
         va.to_str().unwrap(),
@@ -150,7 +140,7 @@ fn table_lists_every_pair() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("t.csv");
     let svg = dir.path().join("t.svg");
-    stdout(&[
+    ok(&[
         "table",
         "mul",
         "--in",

@@ -180,6 +180,15 @@ fn error_row(r: &Tensor, label: &str, bits: f64, why: String) -> Row {
     row
 }
 
+/// A shape as printed: `8x64` (empty for a scalar or the totals).
+fn shape_text(shape: &[usize]) -> String {
+    shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
 /// The rows as CSV (RFC 4180 quoting): the `--json` fields, tensors then totals.
 fn csv(rows: &[Row], totals: &[Row]) -> String {
     let quote = |s: &str| {
@@ -193,12 +202,7 @@ fn csv(rows: &[Row], totals: &[Row]) -> String {
         "tensor,shape,scheme,elements,bits_per_element,rel_error,sqnr_db,cosine,rmse,nmse,max_abs_error,p50_abs_error,p99_abs_error,p999_abs_error,saturated_share,flushed_share,nan,error\n",
     );
     for r in rows.iter().chain(totals) {
-        let shape = r
-            .shape
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join("x");
+        let shape = shape_text(&r.shape);
         let nums = [
             r.bits_per_element,
             r.rel_error,
@@ -388,12 +392,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     let render = |rs: &[Row]| {
         let mut t = Table::new(&header);
         for r in rs {
-            let shape = r
-                .shape
-                .iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join("x");
+            let shape = shape_text(&r.shape);
             match &r.error {
                 Some(e) => t.row(vec![
                     r.tensor.clone(),

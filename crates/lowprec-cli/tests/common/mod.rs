@@ -14,6 +14,17 @@ pub fn run(args: &[&str]) -> Output {
         .expect("run lowprec")
 }
 
+/// Run a command that must succeed; its standard output.
+pub fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).expect("UTF-8 output")
+}
+
 /// The golden-vector folder: `$LOWPREC_VECTORS`, else `../shared/vectors` beside the repo.
 pub fn vectors() -> PathBuf {
     std::env::var("LOWPREC_VECTORS")
