@@ -880,22 +880,99 @@ fn report_dict<'py>(py: Python<'py>, r: &core_report::Row) -> PyResult<Bound<'py
     Ok(d)
 }
 
+/// An opened checkpoint with `include` / `exclude` applied.
+fn open_checkpoint(
+    path: &std::path::Path,
+    include: &[String],
+    exclude: &[String],
+) -> lowprec::Result<lowprec::io::checkpoint::Checkpoint> {
+    let mut ck = lowprec::io::checkpoint::open(path)?;
+    ck.retain(include, exclude);
+    Ok(ck)
+}
+
+/// The rows of the checkpoints in `paths` (the floating tensors named in `names`, or all),
+/// one tensor at a time ([`core_report::checkpoint_rows`]).
+fn path_rows(
+    paths: &[PathBuf],
+    names: Option<&[String]>,
+    methods: &[(String, core_report::Method)],
+    include: &[String],
+    exclude: &[String],
+    basis: core_report::Basis,
+) -> lowprec::Result<Vec<core_report::Row>> {
+    let mut rows = Vec::new();
+    for p in paths {
+        let ck = open_checkpoint(p, include, exclude)?;
+        rows.extend(core_report::checkpoint_rows(&ck, names, methods, basis)?);
+    }
+    if rows.is_empty() {
+        return Err(lowprec::Error::InvalidArgument(format!(
+            "no floating tensors in {paths:?}{}",
+            if include.is_empty() && exclude.is_empty() {
+                ""
+            } else {
+                " that include / exclude keep"
+            }
+        )));
+    }
+    Ok(rows)
+}
+
+fn basis_of(rotated: bool) -> core_report::Basis {
+    if rotated {
+        core_report::Basis::Rotated
+    } else {
+        core_report::Basis::Model
+    }
+}
+
+/// The rows as dicts, then with `totals` one `"(all)"` row per method.
+fn rows_out<'py>(
+    py: Python<'py>,
+    rows: &[core_report::Row],
+    methods: &[(String, core_report::Method)],
+    totals: bool,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let all = if totals {
+        py.allow_threads(|| core_report::totals(rows, methods))
+    } else {
+        Vec::new()
+    };
+    rows.iter()
+        .chain(&all)
+        .map(|r| report_dict(py, r))
+        .collect()
+}
+
 /// [`lowprec::report`]: one dict per tensor × scheme (tensor-major), then with `totals` one
 /// `"(all)"` row per scheme. The tensors are `arrays` (name, float32/float64 array; blocks
-/// run along the last axis), else every floating tensor of the files in `paths`, else the
-/// built-in set; `schemes` `None` or empty: the default ten.
+/// run along the last axis), else every floating tensor of the checkpoints in `paths` (read
+/// one tensor at a time, `include` / `exclude` globs applied), else the built-in set;
+/// `schemes` `None` or empty: the default ten.
 #[pyfunction]
-#[pyo3(signature = (arrays=None, paths=None, schemes=None, totals=false))]
+#[pyo3(signature = (arrays=None, paths=None, schemes=None, totals=false, include=vec![], exclude=vec![], rotated=false))]
+#[allow(clippy::too_many_arguments)]
 fn report<'py>(
     py: Python<'py>,
     arrays: Option<Vec<(String, Floats<'py>)>>,
     paths: Option<Vec<PathBuf>>,
     schemes: Option<Vec<String>>,
     totals: bool,
+    include: Vec<String>,
+    exclude: Vec<String>,
+    rotated: bool,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-    let schemes = core_report::methods(&schemes.unwrap_or_default()).map_err(err)?;
-    let tensors = match (arrays, paths) {
-        (Some(arrays), _) => arrays
+    let methods = core_report::methods(&schemes.unwrap_or_default()).map_err(err)?;
+    let basis = basis_of(rotated);
+    if let (None, Some(paths)) = (&arrays, &paths) {
+        let rows = py
+            .allow_threads(|| path_rows(paths, None, &methods, &include, &exclude, basis))
+            .map_err(err)?;
+        return rows_out(py, &rows, &methods, totals);
+    }
+    let tensors = match arrays {
+        Some(arrays) => arrays
             .iter()
             .map(|(name, a)| {
                 let (shape, values) = match a {
@@ -905,38 +982,138 @@ fn report<'py>(
                 core_report::Tensor::new(name.clone(), shape.to_vec(), values).map_err(err)
             })
             .collect::<PyResult<Vec<_>>>()?,
-        (None, Some(paths)) => {
-            let mut ts = Vec::new();
-            for p in &paths {
-                ts.extend(py.allow_threads(|| core_report::load(p)).map_err(err)?);
-            }
-            if ts.is_empty() {
-                return Err(PyValueError::new_err(format!(
-                    "no floating tensors in {paths:?}"
-                )));
-            }
-            ts
-        }
-        (None, None) => py.allow_threads(core_report::builtin),
+        None => py.allow_threads(core_report::builtin),
     };
     if tensors.is_empty() {
         return Err(PyValueError::new_err(
             "no tensors to report on: give a dict of name → array, a file, or None for the built-in set",
         ));
     }
-    let (rows, all) = py.allow_threads(|| {
-        let rows = core_report::method_rows(&tensors, &schemes, core_report::Basis::Model, |_, _| {});
-        let all = if totals {
-            core_report::totals(&rows, &schemes)
-        } else {
-            Vec::new()
-        };
-        (rows, all)
-    });
-    rows.iter()
-        .chain(&all)
-        .map(|r| report_dict(py, r))
-        .collect()
+    let rows =
+        py.allow_threads(|| core_report::method_rows(&tensors, &methods, basis, |_, _| {}));
+    rows_out(py, &rows, &methods, totals)
+}
+
+/// The tensors of a checkpoint as planned work, read from its headers only: `(name, shard
+/// path, dtype, shape, bytes stored, floating?)` per tensor in checkpoint order, after
+/// `include` / `exclude`.
+#[pyfunction]
+#[pyo3(signature = (path, include=vec![], exclude=vec![]))]
+#[allow(clippy::type_complexity)]
+fn checkpoint_tensors(
+    py: Python<'_>,
+    path: PathBuf,
+    include: Vec<String>,
+    exclude: Vec<String>,
+) -> PyResult<Vec<(String, PathBuf, String, Vec<usize>, u64, bool)>> {
+    let ck = py
+        .allow_threads(|| open_checkpoint(&path, &include, &exclude))
+        .map_err(err)?;
+    Ok(ck
+        .tensors()
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                ck.shard_of(t).to_path_buf(),
+                t.dtype.clone(),
+                t.shape.clone(),
+                t.bytes,
+                t.is_float,
+            )
+        })
+        .collect())
+}
+
+/// The report rows of the floating tensors named in `names` (all when `None`) of the
+/// checkpoint `path`, as bytes ([`core_report::rows_to_bytes`]): a Ray task's result, put
+/// together by [`report_finish`] bit-identically to one process's report.
+#[pyfunction]
+#[pyo3(signature = (path, names=None, schemes=None, include=vec![], exclude=vec![], rotated=false))]
+fn report_partial<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    names: Option<Vec<String>>,
+    schemes: Option<Vec<String>>,
+    include: Vec<String>,
+    exclude: Vec<String>,
+    rotated: bool,
+) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let methods = core_report::methods(&schemes.unwrap_or_default()).map_err(err)?;
+    let bytes = py
+        .allow_threads(|| {
+            path_rows(
+                std::slice::from_ref(&path),
+                names.as_deref(),
+                &methods,
+                &include,
+                &exclude,
+                basis_of(rotated),
+            )
+            .map(|rows| core_report::rows_to_bytes(&rows))
+        })
+        .map_err(err)?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
+}
+
+/// The report of the rows in `parts` (the bytes of [`report_partial`], in checkpoint order):
+/// one dict per row, then with `totals` one `"(all)"` row per scheme (the statistics merged
+/// exactly, so the figures equal one process's report bit for bit).
+#[pyfunction]
+#[pyo3(signature = (parts, schemes=None, totals=false))]
+fn report_finish<'py>(
+    py: Python<'py>,
+    parts: Vec<Vec<u8>>,
+    schemes: Option<Vec<String>>,
+    totals: bool,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let methods = core_report::methods(&schemes.unwrap_or_default()).map_err(err)?;
+    let mut rows = Vec::new();
+    for p in &parts {
+        rows.extend(core_report::rows_from_bytes(p).map_err(err)?);
+    }
+    rows_out(py, &rows, &methods, totals)
+}
+
+/// Quantize one shard into the folder `out_dir` ([`lowprec::io::sharded::quantize_shard`]):
+/// `True` when written, `False` when its output already held `scheme` (kept).
+#[pyfunction]
+fn quantize_shard(py: Python<'_>, shard: PathBuf, scheme: &str, out_dir: PathBuf) -> PyResult<bool> {
+    let s = Scheme::parse(scheme).map_err(err)?;
+    let d = py
+        .allow_threads(|| {
+            lowprec::io::sharded::prepare_output(&out_dir)?;
+            lowprec::io::sharded::quantize_shard(&shard, &s, &out_dir)
+        })
+        .map_err(err)?;
+    Ok(matches!(d, lowprec::io::sharded::ShardDone::Written(..)))
+}
+
+/// Write the index of the quantized shards in `out_dir` (their file names), with the
+/// scheme in its metadata ([`lowprec::io::sharded::write_index`]); then remove the
+/// temporary files that killed writers left there.
+#[pyfunction]
+fn write_shard_index(py: Python<'_>, out_dir: PathBuf, shards: Vec<String>, scheme: &str) -> PyResult<usize> {
+    let s = Scheme::parse(scheme).map_err(err)?;
+    py.allow_threads(|| {
+        let outs: Vec<PathBuf> = shards.iter().map(|n| out_dir.join(n)).collect();
+        lowprec::io::sharded::write_index(
+            &out_dir,
+            &outs,
+            &[(lowprec::io::quantized::META_SCHEME, s.to_string())],
+        )?;
+        Ok(lowprec::io::sharded::remove_stale_temporaries(&out_dir))
+    })
+    .map_err(err)
+}
+
+/// Quantize a checkpoint (a file, or a sharded folder / index into the folder `output`,
+/// resuming an interrupted run): `(shards written, shards kept)`.
+#[pyfunction]
+fn quantize_checkpoint(py: Python<'_>, path: PathBuf, scheme: &str, output: PathBuf) -> PyResult<(usize, usize)> {
+    let s = Scheme::parse(scheme).map_err(err)?;
+    py.allow_threads(|| lowprec::io::sharded::quantize(&path, &s, &output, |_, _, _| {}))
+        .map_err(err)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1753,6 +1930,12 @@ fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
         pack,
         unpack,
         report,
+        checkpoint_tensors,
+        report_partial,
+        report_finish,
+        quantize_shard,
+        write_shard_index,
+        quantize_checkpoint,
         accumulate,
         gemm,
         softmax_naive,

@@ -26,9 +26,10 @@
 
 use crate::error::{Error, Result};
 use crate::ggml::{self, GgmlType};
+use crate::io::checkpoint::{Checkpoint, TensorRef};
 use crate::io::npy::{self, Data};
 use crate::scheme::{Rotation, Scheme};
-use crate::stats::ErrorStats;
+use crate::stats::{ErrorStats, Wire};
 use crate::{Float, FloatFormat};
 use rayon::prelude::*;
 use std::path::Path;
@@ -660,6 +661,195 @@ pub fn totals<S>(rows: &[Row], schemes: &[(String, S)]) -> Vec<Row> {
         .collect()
 }
 
+/// Every floating tensor of `ck`, in checkpoint order, read one at a time and handed to
+/// `f` with its entry (then dropped): the streaming loop of the report, whose peak memory is
+/// one tensor and what `f` makes of it. Returns the number of tensors handed over.
+///
+/// # Errors
+///
+/// A tensor that cannot be read ([`Error::BadFile`], naming its shard), or `f`'s error.
+pub fn each_tensor<E: From<Error>>(
+    ck: &Checkpoint,
+    mut f: impl FnMut(&TensorRef, Tensor) -> std::result::Result<(), E>,
+) -> std::result::Result<usize, E> {
+    let mut n = 0;
+    for r in ck.tensors() {
+        let loaded = ck
+            .load(r)
+            .map_err(|e| Error::BadFile(format!("reading {}: {e}", ck.shard_of(r).display())))?;
+        if let Some(t) = loaded {
+            f(r, t)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// The rows of the floating tensors of `ck` (those named in `names`, or all), tensor-major
+/// in checkpoint order, each tensor read, reported through every method and dropped before
+/// the next ([`each_tensor`], [`method_rows`]). A tensor's rows are the same whichever
+/// process computes them, so rows computed tensor by tensor elsewhere (Ray tasks) and put
+/// back in checkpoint order give bit-identical [`totals`].
+///
+/// # Errors
+///
+/// A name in `names` that is not a floating tensor of `ck` ([`Error::InvalidArgument`]), or
+/// a tensor that cannot be read.
+pub fn checkpoint_rows(
+    ck: &Checkpoint,
+    names: Option<&[String]>,
+    methods: &[(String, Method)],
+    basis: Basis,
+) -> Result<Vec<Row>> {
+    if let Some(names) = names {
+        if let Some(n) = names
+            .iter()
+            .find(|n| !ck.tensors().iter().any(|t| t.is_float && &&t.name == n))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "`{n}` is not a floating tensor of this checkpoint; plan the tasks from its \
+                 tensor list"
+            )));
+        }
+    }
+    let mut rows = Vec::new();
+    each_tensor(ck, |r, t| {
+        if names.is_none_or(|ns| ns.contains(&r.name)) {
+            rows.extend(method_rows(
+                std::slice::from_ref(&t),
+                methods,
+                basis,
+                |_, _| {},
+            ));
+        }
+        Ok::<(), Error>(())
+    })?;
+    Ok(rows)
+}
+
+/// A tag that starts the bytes of [`rows_to_bytes`] (format version 1).
+const ROWS_MAGIC: &[u8; 8] = b"lprows01";
+
+/// Rows as bytes, every field and the unrounded statistics included, so that rows computed
+/// in other processes ([`checkpoint_rows`] in a Ray task) come back equal
+/// ([`rows_from_bytes`]) and merge into bit-identical [`totals`].
+pub fn rows_to_bytes(rows: &[Row]) -> Vec<u8> {
+    let mut out = ROWS_MAGIC.to_vec();
+    let put_u64 = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&v.to_le_bytes());
+    let put_str = |out: &mut Vec<u8>, s: &str| {
+        out.extend_from_slice(&(s.len() as u64).to_le_bytes());
+        out.extend_from_slice(s.as_bytes());
+    };
+    put_u64(&mut out, rows.len() as u64);
+    for r in rows {
+        put_str(&mut out, &r.tensor);
+        put_u64(&mut out, r.shape.len() as u64);
+        for &d in &r.shape {
+            put_u64(&mut out, d as u64);
+        }
+        put_str(&mut out, &r.scheme);
+        for v in [r.elements, r.nan, r.saturated, r.flushed] {
+            put_u64(&mut out, v);
+        }
+        for v in row_figures(r) {
+            put_u64(&mut out, v.to_bits());
+        }
+        match &r.error {
+            None => out.push(0),
+            Some(e) => {
+                out.push(1);
+                put_str(&mut out, e);
+            }
+        }
+        r.stats.write_to(&mut out);
+    }
+    out
+}
+
+/// The binary64 figures of a row, in the order [`rows_to_bytes`] writes them.
+fn row_figures(r: &Row) -> [f64; 13] {
+    [
+        r.bits_per_element,
+        r.rel_error,
+        r.sqnr_db,
+        r.cosine,
+        r.rmse,
+        r.nmse,
+        r.max_abs_error,
+        r.p50,
+        r.p99,
+        r.p999,
+        r.saturated_share,
+        r.flushed_share,
+        r.bits_total,
+    ]
+}
+
+/// The rows of [`rows_to_bytes`].
+///
+/// # Errors
+///
+/// [`Error::BadFile`] for bytes that are not exactly what [`rows_to_bytes`] wrote.
+pub fn rows_from_bytes(b: &[u8]) -> Result<Vec<Row>> {
+    let mut w = Wire::new(b);
+    if w.take(8).ok() != Some(&ROWS_MAGIC[..]) {
+        return Err(Error::BadFile(
+            "not serialized report rows (they start with `lprows01`); pass the bytes that \
+             report_partial / rows_to_bytes returned, unchanged"
+                .into(),
+        ));
+    }
+    let text = |w: &mut Wire<'_>| -> Result<String> {
+        let n = w.len(1)?;
+        String::from_utf8(w.take(n)?.to_vec()).map_err(|_| {
+            Error::BadFile("serialized report rows hold a name that is not UTF-8".into())
+        })
+    };
+    let n = w.len(8)?;
+    let mut rows = Vec::with_capacity(n);
+    for _ in 0..n {
+        let tensor = text(&mut w)?;
+        let dims = w.len(8)?;
+        let shape = (0..dims)
+            .map(|_| w.u64().map(|d| d as usize))
+            .collect::<Result<Vec<usize>>>()?;
+        let scheme = text(&mut w)?;
+        let mut r = Row::empty(&tensor, shape, &scheme, w.u64()?);
+        (r.nan, r.saturated, r.flushed) = (w.u64()?, w.u64()?, w.u64()?);
+        let mut f = [0f64; 13];
+        for v in f.iter_mut() {
+            *v = f64::from_bits(w.u64()?);
+        }
+        [
+            r.bits_per_element,
+            r.rel_error,
+            r.sqnr_db,
+            r.cosine,
+            r.rmse,
+            r.nmse,
+            r.max_abs_error,
+            r.p50,
+            r.p99,
+            r.p999,
+            r.saturated_share,
+            r.flushed_share,
+            r.bits_total,
+        ] = f;
+        r.error = match w.take(1)?[0] {
+            0 => None,
+            _ => Some(text(&mut w)?),
+        };
+        r.stats = ErrorStats::read_from(&mut w)?;
+        rows.push(r);
+    }
+    if !w.is_empty() {
+        return Err(Error::BadFile(
+            "serialized report rows are followed by extra bytes; pass them unchanged".into(),
+        ));
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -723,6 +913,53 @@ mod tests {
         assert_eq!(t[0].rel_error, r[0].rel_error);
         // 4-bit elements, an E4M3 scale per 16 (24 blocks a tensor), an fp32 tensor scale each
         assert_eq!(t[2].bits_per_element, 4.0 + (8.0 * 24.0 + 32.0) / 384.0);
+    }
+
+    #[test]
+    fn rows_survive_their_bytes_and_give_the_same_totals() {
+        let x: Vec<f64> = normal_samples(3 * 64, 4);
+        let a = Tensor::new("a.weight", vec![3, 64], Values::F64(x.clone())).unwrap();
+        let mut y = x.clone();
+        y[5] = f64::NAN;
+        // rows of 48: not whole Q8_0 blocks (an error row)
+        let b = Tensor::new("b", vec![4, 48], Values::F64(y)).unwrap();
+        let s = methods(&["fp8-e4m3", "int4:group=128", "gguf:Q8_0"]).unwrap();
+        let r = method_rows(&[a, b], &s, Basis::Model, |_, _| {});
+        assert!(
+            r.iter().any(|r| r.error.is_some()),
+            "an error row is carried too"
+        );
+        let back = rows_from_bytes(&rows_to_bytes(&r)).unwrap();
+        // (rows with NaN figures are not `==` themselves: compare the fields bit for bit)
+        assert_eq!(back.len(), r.len());
+        for (x, y) in back.iter().zip(&r) {
+            assert_eq!(
+                (&x.tensor, &x.shape, &x.scheme, &x.error),
+                (&y.tensor, &y.shape, &y.scheme, &y.error)
+            );
+            assert_eq!(
+                (x.elements, x.nan, x.saturated, x.flushed),
+                (y.elements, y.nan, y.saturated, y.flushed)
+            );
+            assert_eq!(
+                row_figures(x).map(f64::to_bits),
+                row_figures(y).map(f64::to_bits)
+            );
+            assert_eq!(x.stats, y.stats);
+        }
+        assert_eq!(rows_to_bytes(&back), rows_to_bytes(&r));
+        // split in two "tasks", merged in order: the same totals, bit for bit
+        let (p, q) = r.split_at(3);
+        let mut joined = rows_from_bytes(&rows_to_bytes(p)).unwrap();
+        joined.extend(rows_from_bytes(&rows_to_bytes(q)).unwrap());
+        let (t1, t2) = (totals(&r, &s), totals(&joined, &s));
+        assert_eq!(rows_to_bytes(&t1), rows_to_bytes(&t2));
+        assert_eq!(t1[0].sqnr_db.to_bits(), t2[0].sqnr_db.to_bits());
+        let bytes = rows_to_bytes(&r);
+        for cut in [0, 8, 20, bytes.len() / 2, bytes.len() - 1] {
+            assert!(rows_from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        assert!(rows_from_bytes(b"not rows").is_err());
     }
 
     #[test]

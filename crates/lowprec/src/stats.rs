@@ -476,6 +476,147 @@ fn chunk_body<I: Float>(q: &[I], x: &[I]) -> ErrorStats {
     st
 }
 
+/// A reader over the bytes of [`ErrorStats::to_bytes`] (and of the report's rows, which
+/// embed them): little-endian fields, every length checked against the bytes left.
+pub(crate) struct Wire<'a> {
+    b: &'a [u8],
+}
+
+impl<'a> Wire<'a> {
+    /// A reader at the start of `b`.
+    pub(crate) fn new(b: &'a [u8]) -> Self {
+        Wire { b }
+    }
+
+    /// The next `n` bytes.
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if n > self.b.len() {
+            return Err(Error::BadFile(format!(
+                "serialized report statistics end early ({} bytes left, {n} wanted); \
+                 pass the bytes that report_partial returned, unchanged",
+                self.b.len()
+            )));
+        }
+        let (h, t) = self.b.split_at(n);
+        self.b = t;
+        Ok(h)
+    }
+
+    /// The next `u64`.
+    pub(crate) fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    /// The next count of items of at least `min` bytes each, checked against the bytes left
+    /// (so that no allocation is sized by a corrupt count).
+    pub(crate) fn len(&mut self, min: usize) -> Result<usize> {
+        let n = self.u64()?;
+        if n.saturating_mul(min.max(1) as u64) > self.b.len() as u64 {
+            return Err(Error::BadFile(format!(
+                "serialized report statistics hold a count ({n}) larger than their bytes; \
+                 pass the bytes that report_partial returned, unchanged"
+            )));
+        }
+        Ok(n as usize)
+    }
+
+    /// Whether every byte was read.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.b.is_empty()
+    }
+}
+
+impl ExactSum {
+    fn write_to(&self, out: &mut Vec<u8>) {
+        for l in self.limbs.iter() {
+            out.extend_from_slice(&l.to_le_bytes());
+        }
+        out.push(self.lost_low as u8 | (self.overflow as u8) << 1);
+    }
+
+    fn read_from(w: &mut Wire<'_>) -> Result<ExactSum> {
+        let mut s = ExactSum::default();
+        for l in s.limbs.iter_mut() {
+            *l = i128::from_le_bytes(w.take(16)?.try_into().expect("16 bytes"));
+        }
+        let flags = w.take(1)?[0];
+        (s.lost_low, s.overflow) = (flags & 1 != 0, flags & 2 != 0);
+        Ok(s)
+    }
+}
+
+impl ErrorStats {
+    /// The statistics as bytes (little-endian, every field, the exact sums unrounded), for
+    /// merging statistics computed in other processes ([`ErrorStats::from_bytes`] gives back
+    /// an equal value, so merged figures are bit-identical to a single process's).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_to(&mut out);
+        out
+    }
+
+    /// The statistics of [`ErrorStats::to_bytes`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadFile`] for bytes that are not exactly one serialized value.
+    pub fn from_bytes(b: &[u8]) -> Result<ErrorStats> {
+        let mut w = Wire::new(b);
+        let s = Self::read_from(&mut w)?;
+        if !w.is_empty() {
+            return Err(Error::BadFile(
+                "serialized error statistics are followed by extra bytes; pass the bytes that \
+                 to_bytes returned, unchanged"
+                    .into(),
+            ));
+        }
+        Ok(s)
+    }
+
+    pub(crate) fn write_to(&self, out: &mut Vec<u8>) {
+        for v in [self.n, self.nonfinite_ref, self.nonfinite_out] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        for s in [&self.sse, &self.energy, &self.qq, &self.qx] {
+            s.write_to(out);
+        }
+        out.extend_from_slice(&self.max_abs_bits.to_le_bytes());
+        out.extend_from_slice(&self.hist.zeros.to_le_bytes());
+        out.extend_from_slice(&(self.hist.lo as u64).to_le_bytes());
+        out.extend_from_slice(&(self.hist.counts.len() as u64).to_le_bytes());
+        for c in &self.hist.counts {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+    }
+
+    pub(crate) fn read_from(w: &mut Wire<'_>) -> Result<ErrorStats> {
+        let (n, nonfinite_ref, nonfinite_out) = (w.u64()?, w.u64()?, w.u64()?);
+        let sse = ExactSum::read_from(w)?;
+        let energy = ExactSum::read_from(w)?;
+        let qq = ExactSum::read_from(w)?;
+        let qx = ExactSum::read_from(w)?;
+        let max_abs_bits = w.u64()?;
+        let zeros = w.u64()?;
+        let lo = u32::try_from(w.u64()?)
+            .map_err(|_| Error::BadFile("serialized histogram out of range".into()))?;
+        let k = w.len(8)?;
+        let counts = (0..k).map(|_| w.u64()).collect::<Result<Vec<u64>>>()?;
+        Ok(ErrorStats {
+            n,
+            nonfinite_ref,
+            nonfinite_out,
+            sse,
+            energy,
+            qq,
+            qx,
+            max_abs_bits,
+            hist: Histogram { zeros, lo, counts },
+        })
+    }
+}
+
 impl ErrorStats {
     /// The statistics of a whole tensor: `approx` against `exact`, chunks in parallel.
     ///
@@ -644,6 +785,38 @@ mod tests {
         r.add(1.0, -53);
         r.add(1.0, -80);
         assert_eq!(r.to_f64(), 1.0 + f64::EPSILON);
+    }
+
+    #[test]
+    fn statistics_survive_their_bytes_and_merge_the_same() {
+        let x: Vec<f32> = (0..CHUNK + 999)
+            .map(|i| ((i as f32) * 0.013).cos() * 1e-3)
+            .collect();
+        let q: Vec<f32> = x.iter().map(|v| (v * 4096.0).round() / 4096.0).collect();
+        let mut x2 = x.clone();
+        x2[7] = f32::NAN;
+        x2[9] = 1e30;
+        let (a, b) = (ErrorStats::of(&q, &x), ErrorStats::of(&q, &x2));
+        for s in [&a, &b, &ErrorStats::default()] {
+            assert_eq!(&ErrorStats::from_bytes(&s.to_bytes()).unwrap(), s);
+        }
+        let ab = ErrorStats::from_bytes(&a.to_bytes())
+            .unwrap()
+            .merge(&ErrorStats::from_bytes(&b.to_bytes()).unwrap());
+        assert_eq!(ab, a.merge(&b));
+        assert_eq!(ab.sqnr_db().to_bits(), a.merge(&b).sqnr_db().to_bits());
+        // truncated, extended or with a huge count: an error, never a panic or a huge allocation
+        let bytes = a.to_bytes();
+        for cut in [0, 1, 100, bytes.len() - 1] {
+            assert!(ErrorStats::from_bytes(&bytes[..cut]).is_err());
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(ErrorStats::from_bytes(&longer).is_err());
+        let k = bytes.len() - 8 * a.hist.counts.len() - 8;
+        let mut huge = bytes.clone();
+        huge[k..k + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(ErrorStats::from_bytes(&huge).is_err());
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub mod verify;
 
 use anyhow::{bail, Context, Result};
 use lowprec::{Overflow, RoundOptions, RoundingMode};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A failed write to standard output: `main` exits quietly with status 0 on a broken pipe
 /// (the reader has what it wanted, as `head` expects), else prints this one line and exits 2.
@@ -264,25 +264,16 @@ impl std::str::FromStr for NamedScheme {
 }
 
 /// Refuse an output path that is the input (or the same file by another name), or that is
-/// not a place for a regular file ([`lowprec::io::check_target`]).
+/// not a place for a regular file ([`lowprec::io::check_output`]).
 pub fn check_output(input: &Path, output: &Path) -> Result<()> {
-    lowprec::io::check_target(output)?;
-    if let (Some(a), Some(b)) = (canonical(input), canonical(output)) {
-        if a == b {
-            bail!(
-                "the output {} is the input file; write to another path (inputs are never overwritten)",
-                output.display()
-            );
-        }
-    }
-    Ok(())
+    Ok(lowprec::io::check_output(input, output)?)
 }
 
 /// [`check_output`] for every output of a command, and no two outputs naming one file.
 pub fn check_outputs(input: &Path, outputs: &[&Path]) -> Result<()> {
     for (i, o) in outputs.iter().enumerate() {
         check_output(input, o)?;
-        if let Some(p) = outputs[..i].iter().find(|p| canonical(p) == canonical(o)) {
+        if let Some(p) = outputs[..i].iter().find(|p| lowprec::io::same_file(p, o)) {
             bail!(
                 "two outputs name one file ({} and {}); give each output its own path",
                 p.display(),
@@ -291,18 +282,6 @@ pub fn check_outputs(input: &Path, outputs: &[&Path]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `p` made absolute with its folder resolved (the file itself need not exist).
-fn canonical(p: &Path) -> Option<PathBuf> {
-    if let Ok(c) = p.canonicalize() {
-        return Some(c);
-    }
-    let parent = match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
-        _ => std::env::current_dir().ok()?,
-    };
-    Some(parent.join(p.file_name()?))
 }
 
 /// Read a `.npy` file with context.

@@ -337,14 +337,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         }
     } else {
         for ck in &sources {
-            for r in ck.tensors() {
-                let loaded = ck
-                    .load(r)
-                    .with_context(|| format!("reading {}", ck.shard_of(r).display()))?;
-                if let Some(t) = loaded {
-                    process(t, r.bytes)?;
-                }
-            }
+            report::each_tensor(ck, |r, t| process(t, r.bytes))?;
         }
     }
     bar.finish_and_clear();

@@ -66,7 +66,7 @@ __all__ = [
     "combine", "pairwise_sum", "prefix_sum", "scaled_square_sum",
     # native API
     "round", "encode", "round_exact", "decode", "quantize", "quantize_file", "dequantize_file", "schemes",
-    "pack", "unpack", "report", "report_frame", "ggml_types", "ggml_quantize", "ggml_dequantize",
+    "pack", "unpack", "report", "report_frame", "quantize_checkpoint", "ggml_types", "ggml_quantize", "ggml_dequantize",
     "ml_dtype", "accumulate_native", "gemm", "format_info", "preset_names", "max_abs_error",
 ]
 
@@ -425,7 +425,14 @@ def ggml_dequantize(data, qtype, as_torch=False):
     return _torch(v, as_torch)
 
 
-def report(tensors=None, schemes=None, totals=False):
+def _schemes_list(schemes):
+    """A scheme name or a list of them as a list of str (None stays None)."""
+    if isinstance(schemes, str):
+        return [schemes]
+    return None if schemes is None else [str(s) for s in schemes]
+
+
+def report(tensors=None, schemes=None, totals=False, include=(), exclude=(), basis="model"):
     """What each scheme does to each tensor: a list of dicts, one per tensor × scheme
     (tensor-major), with ``tensor``, ``shape``, ``scheme``, ``elements``,
     ``bits_per_element``, ``rel_error``, ``sqnr_db``, ``max_abs_error``,
@@ -433,40 +440,58 @@ def report(tensors=None, schemes=None, totals=False):
     could not quantize the tensor) — the numbers of ``lowprec report --json``.
 
     `tensors`: a dict name → array (floating; blocks and groups run along the last axis),
-    one array, a path to a ``.npy`` / ``.safetensors`` file (or a list of paths), or None for
-    the built-in tensors (a ``.gguf`` file's tensors are dequantized). `schemes`: a scheme
-    name or a list of them, ``gguf:TYPE`` for a ggml type through llama.cpp's reference
-    quantizer (default: fp16, bf16, fp8-e4m3, fp8-e5m2, mxfp8, mxfp6, mxfp4, nvfp4, int8,
-    int4:group=128). `totals`: also one
-    row per scheme over every tensor (``tensor`` ``"(all)"``)."""
-    if isinstance(schemes, str):
-        schemes = [schemes]
-    elif schemes is not None:
-        schemes = [str(s) for s in schemes]
+    one array, a path to a ``.npy`` / ``.safetensors`` / ``.gguf`` file or to a sharded
+    checkpoint (its folder or its ``model.safetensors.index.json``), a list of paths, or
+    None for the built-in tensors. Files are read one tensor at a time, as ``lowprec
+    report`` reads them (peak memory: about one tensor and its schemes' outputs), with the
+    `include` / `exclude` glob patterns applied to tensor names (``"*.weight"``); a
+    ``.gguf`` file's tensors are dequantized. `schemes`: a scheme name or a list of them,
+    ``gguf:TYPE`` for a ggml type through llama.cpp's reference quantizer (default: fp16,
+    bf16, fp8-e4m3, fp8-e5m2, mxfp8, mxfp6, mxfp4, nvfp4, int8, int4:group=128). `totals`:
+    also one row per scheme over every tensor (``tensor`` ``"(all)"``). `basis`: where
+    rotated schemes measure their error, ``"model"`` or ``"rotated"``.
+
+    The same report on a Ray cluster, bit for bit: :func:`lowprec.ray.report`."""
+    schemes = _schemes_list(schemes)
+    if basis not in ("model", "rotated"):
+        raise ValueError(f"basis must be 'model' or 'rotated', not {basis!r}")
+    rotated = basis == "rotated"
     if tensors is None:
-        return _lowprec.report(None, None, schemes, totals)
+        return _lowprec.report(None, None, schemes, totals, rotated=rotated)
     if isinstance(tensors, (str, os.PathLike)):
         tensors = [tensors]
-    if isinstance(tensors, np.ndarray):
+    if isinstance(tensors, np.ndarray) or hasattr(tensors, "__dlpack__"):
         tensors = {"array": tensors}
     if hasattr(tensors, "items"):
         arrays = [(str(k), _report_array(k, v)) for k, v in tensors.items()]
-        return _lowprec.report(arrays, None, schemes, totals)
+        return _lowprec.report(arrays, None, schemes, totals, rotated=rotated)
     if isinstance(tensors, (list, tuple)) and all(isinstance(p, (str, os.PathLike))
                                                   for p in tensors):
-        return _lowprec.report(None, [os.fspath(p) for p in tensors], schemes, totals)
+        return _lowprec.report(None, [os.fspath(p) for p in tensors], schemes, totals,
+                               [str(g) for g in include], [str(g) for g in exclude], rotated)
     raise TypeError("tensors must be a dict of name → array, an array, a path to a .npy / "
-                    f".safetensors file (or a list of paths) or None, not {type(tensors).__name__}")
+                    ".safetensors / .gguf file or a sharded checkpoint (or a list of paths) "
+                    f"or None, not {type(tensors).__name__}")
 
 
-def report_frame(tensors=None, schemes=None, totals=False):
-    """:func:`report` as a pandas DataFrame (one row per tensor × scheme)."""
+def quantize_checkpoint(path, scheme, output):
+    """Quantize a sharded checkpoint (its folder or ``model.safetensors.index.json``; a
+    single ``.safetensors`` file is one shard) with `scheme` into the folder `output`:
+    each shard to a shard of the same name (atomically), then the output's index. Shards
+    whose output already holds `scheme` are kept (an interrupted run resumes). Returns
+    ``(shards written, shards kept)``. On a Ray cluster: :func:`lowprec.ray.quantize`."""
+    return _lowprec.quantize_checkpoint(os.fspath(path), str(scheme), os.fspath(output))
+
+
+def report_frame(tensors=None, schemes=None, totals=False, **kw):
+    """:func:`report` as a pandas DataFrame (one row per tensor × scheme; keyword
+    arguments as :func:`report`)."""
     try:
         import pandas as pd
     except ImportError:
         raise ValueError("report_frame needs pandas: pip install pandas "
                          "(or use report(), a list of dicts)") from None
-    return pd.DataFrame(report(tensors, schemes, totals))
+    return pd.DataFrame(report(tensors, schemes, totals, **kw))
 
 
 def accumulate_native(x, acc="fp32", method="sequential", chunk=0, rounding="rne",

@@ -10,6 +10,7 @@ mod mmap;
 pub mod npy;
 pub mod quantized;
 pub mod safetensors;
+pub mod sharded;
 
 use crate::error::{Error, Result};
 use std::fs;
@@ -138,6 +139,41 @@ pub fn check_target(path: &Path) -> Result<()> {
         "the output {} is {what}, not a regular file; give the path of a regular file",
         path.display()
     )))
+}
+
+/// Refuse an output path that is the input (or the same file by another name), or that is
+/// not a place for a regular file ([`check_target`]): inputs are never overwritten.
+///
+/// # Errors
+///
+/// [`Error::BadFile`] naming the output and what to do.
+pub fn check_output(input: &Path, output: &Path) -> Result<()> {
+    check_target(output)?;
+    if same_file(input, output) {
+        return Err(Error::BadFile(format!(
+            "the output {} is the input file; write to another path (inputs are never overwritten)",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether two paths name one file (resolved through links and `..`; the files need not
+/// exist, their folders must).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((canonical(a), canonical(b)), (Some(a), Some(b)) if a == b)
+}
+
+/// `p` made absolute with its folder resolved (the file itself need not exist).
+fn canonical(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Some(c);
+    }
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.canonicalize().ok()?,
+        _ => std::env::current_dir().ok()?,
+    };
+    Some(parent.join(p.file_name()?))
 }
 
 /// Write `fill`'s bytes to a new temporary file beside `path` (a short name,
