@@ -404,7 +404,7 @@ pub fn row_in(t: &Tensor, scheme: &Scheme, label: &str, basis: Basis) -> Row {
     }
 }
 
-fn row_of<I: Float>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str, basis: Basis) -> Row {
+fn row_of<I: Scratch>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str, basis: Basis) -> Row {
     let n = x.len() as u64;
     let mut row = Row::empty(&t.name, t.shape.clone(), label, n);
     row.bits_per_element = scheme.bits_per_element(&t.shape);
@@ -439,8 +439,24 @@ fn row_of<I: Float>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str, basis: Ba
         }
         return row;
     }
-    match scheme.apply(x, &t.shape) {
-        Ok(q) => record(&mut row, &q, x),
+    let res = scheme.encoded(&t.shape).and_then(|mut enc| {
+        I::with_scratch(x.len(), |values| {
+            let counts = if !scheme.element.has_codes() {
+                scheme.quantize_into(x, &t.shape, values, &mut [] as &mut [u16], &mut enc)?
+            } else if scheme.code_bits() <= 8 {
+                with_scratch(&CODES_U8, x.len(), |c| {
+                    scheme.quantize_into(x, &t.shape, values, c, &mut enc)
+                })?
+            } else {
+                with_scratch(&CODES_U16, x.len(), |c| {
+                    scheme.quantize_into(x, &t.shape, values, c, &mut enc)
+                })?
+            };
+            Ok((ErrorStats::of(values, x), counts))
+        })
+    });
+    match res {
+        Ok((stats, counts)) => record_counts(&mut row, stats, &counts),
         Err(e) => row.error = Some(e.to_string()),
     }
     row
@@ -448,13 +464,68 @@ fn row_of<I: Float>(t: &Tensor, x: &[I], scheme: &Scheme, label: &str, basis: Ba
 
 /// Fill `row` with the statistics of `q` against `reference` and its counts.
 fn record<I: Float>(row: &mut Row, q: &crate::scheme::Quantized<I>, reference: &[I]) {
-    let n = reference.len().max(1) as f64;
-    row.fill(ErrorStats::of(&q.values, reference));
-    row.saturated = q.counts.saturated;
-    row.flushed = q.counts.flushed;
-    row.saturated_share = q.counts.saturated as f64 / n;
-    row.flushed_share = q.counts.flushed as f64 / n;
-    row.nan = q.counts.nan;
+    record_counts(row, ErrorStats::of(&q.values, reference), &q.counts);
+}
+
+/// Fill `row` with `stats` and the scheme's `counts`.
+fn record_counts(row: &mut Row, stats: ErrorStats, counts: &crate::scheme::Counts) {
+    let n = row.elements.max(1) as f64;
+    row.fill(stats);
+    row.saturated = counts.saturated;
+    row.flushed = counts.flushed;
+    row.saturated_share = counts.saturated as f64 / n;
+    row.flushed_share = counts.flushed as f64 / n;
+    row.nan = counts.nan;
+}
+
+// Scratch buffers of the report, one set per thread, kept from row to row: a row's
+// dequantized values and codes are written into memory already mapped. (Fresh buffers the
+// size of a large tensor cost a page fault per 4 KiB, which measured more than the
+// quantization itself: 35–40 % of a report's time was the kernel's.) A buffer is taken out
+// of its cell while in use, so a nested call on the same thread (rayon runs other jobs
+// while one waits) finds an empty one and allocates its own: never a double borrow.
+thread_local! {
+    static VALUES_F32: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+    static VALUES_F64: std::cell::Cell<Vec<f64>> = const { std::cell::Cell::new(Vec::new()) };
+    static CODES_U8: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    static CODES_U16: std::cell::Cell<Vec<u16>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// `f` on `n` elements of this thread's scratch buffer `cell` (contents unspecified).
+fn with_scratch<T: Copy + Default + 'static, R>(
+    cell: &'static std::thread::LocalKey<std::cell::Cell<Vec<T>>>,
+    n: usize,
+    f: impl FnOnce(&mut [T]) -> R,
+) -> R {
+    let mut buf = cell.with(|c| c.take());
+    if buf.len() < n {
+        buf.resize(n, T::default());
+    }
+    let r = f(&mut buf[..n]);
+    // keep the larger of this buffer and one a nested call may have left
+    cell.with(|c| {
+        let other = c.take();
+        c.set(if other.len() > buf.len() { other } else { buf });
+    });
+    r
+}
+
+/// The element types of report tensors, each with its thread's scratch values.
+trait Scratch: Float {
+    /// `f` on `n` scratch values of this type.
+    fn with_scratch<R>(n: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
+}
+
+impl Scratch for f32 {
+    fn with_scratch<R>(n: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+        with_scratch(&VALUES_F32, n, f)
+    }
+}
+
+impl Scratch for f64 {
+    fn with_scratch<R>(n: usize, f: impl FnOnce(&mut [f64]) -> R) -> R {
+        with_scratch(&VALUES_F64, n, f)
+    }
 }
 
 /// What a report row applies to a tensor: a scheme of [`crate::scheme`], or a ggml type

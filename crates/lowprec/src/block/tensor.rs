@@ -12,7 +12,7 @@
 
 use super::BlockStatus;
 use crate::error::{Error, Result};
-use crate::round::{Float, Overflow, RoundOptions, Rounder};
+use crate::round::{Code, Float, Overflow, RoundOptions, Rounder};
 use crate::FloatFormat;
 use rayon::prelude::*;
 
@@ -44,6 +44,37 @@ pub struct TensorScaled<O> {
 /// assert_eq!(t.values[1], -1.0);
 /// ```
 pub fn tensor_scaled<I: Float>(x: &[I], fmt: &FloatFormat) -> Result<TensorScaled<I>> {
+    let mut values = vec![I::default(); x.len()];
+    let mut codes = vec![0u64; x.len()];
+    let (scale, status) = tensor_scaled_into(x, fmt, &mut values, &mut codes)?;
+    Ok(TensorScaled {
+        values,
+        codes,
+        scale,
+        status,
+    })
+}
+
+/// [`tensor_scaled`] into the caller's buffers: `values` (`P_i · s`) and `codes` (of `P_i`),
+/// each either `x.len()` long or empty (not wanted). Returns the scale and the status.
+///
+/// # Errors
+///
+/// As [`tensor_scaled`], and [`Error::LengthMismatch`] for a buffer of another length.
+pub fn tensor_scaled_into<I: Float, C: Code>(
+    x: &[I],
+    fmt: &FloatFormat,
+    values: &mut [I],
+    codes: &mut [C],
+) -> Result<(f64, BlockStatus)> {
+    for len in [values.len(), codes.len()] {
+        if len != 0 && len != x.len() {
+            return Err(Error::LengthMismatch {
+                input: x.len(),
+                output: len,
+            });
+        }
+    }
     let amax = x
         .par_iter()
         .map(|v| v.to_f64().abs())
@@ -54,39 +85,46 @@ pub fn tensor_scaled<I: Float>(x: &[I], fmt: &FloatFormat) -> Result<TensorScale
             "per-tensor scaling needs finite inputs; index {i} is NaN or Inf"
         )));
     }
-    let mut out = TensorScaled {
-        values: x.to_vec(),
-        codes: vec![0; x.len()],
-        scale: 1.0,
-        status: BlockStatus {
-            elements: x.len() as u64,
-            blocks: 1,
-            ..BlockStatus::default()
-        },
+    let mut status = BlockStatus {
+        elements: x.len() as u64,
+        blocks: 1,
+        ..BlockStatus::default()
     };
     if amax == 0.0 {
-        let r = Rounder::<f64>::new(fmt, &RoundOptions::default());
-        let xs: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
-        r.encode(&xs, &mut out.codes, 0);
-        return Ok(out);
+        // returned unchanged (scale 1): the codes of the zeros
+        values.copy_from_slice(&x[..values.len()]);
+        if !codes.is_empty() {
+            let r = Rounder::<f64>::new(fmt, &RoundOptions::default());
+            let xs: Vec<f64> = x.iter().map(|v| v.to_f64()).collect();
+            r.encode(&xs, codes, 0);
+        }
+        return Ok((1.0, status));
     }
     let s = amax / fmt.max_finite();
-    out.scale = s;
     let r = Rounder::<f64>::new(fmt, &RoundOptions::default().overflow(Overflow::Saturate));
-    let st = x
-        .par_chunks(4096)
-        .zip(out.values.par_chunks_mut(4096))
-        .zip(out.codes.par_chunks_mut(4096))
-        .map(|((x, v), c)| {
-            let mut y = [0f64; 4096];
+    const PIECE: usize = 4096;
+    let (mut vi, mut ci) = (values.chunks_mut(PIECE), codes.chunks_mut(PIECE));
+    let work: Vec<_> = x
+        .chunks(PIECE)
+        .map(|xc| (xc, vi.next(), ci.next()))
+        .collect();
+    let st = work
+        .into_par_iter()
+        .map(|(x, v, c)| {
+            let mut y = [0f64; PIECE];
             let y = &mut y[..x.len()];
             y.iter_mut().zip(x).for_each(|(y, x)| *y = x.to_f64() / s);
-            let st = r.encode(y, c, 0);
-            let mut q = [0f64; 4096];
-            r.round(y, &mut q[..x.len()], 0);
-            v.iter_mut()
-                .zip(&q[..x.len()])
-                .for_each(|(v, q)| *v = I::from_f64(q * s));
+            let st = match c {
+                Some(c) => r.encode(y, c, 0),
+                None => r.encode(y, &mut [0u64; PIECE][..x.len()], 0),
+            };
+            if let Some(v) = v {
+                let mut q = [0f64; PIECE];
+                r.round(y, &mut q[..x.len()], 0);
+                v.iter_mut()
+                    .zip(&q[..x.len()])
+                    .for_each(|(v, q)| *v = I::from_f64(q * s));
+            }
             BlockStatus {
                 saturated: st.saturated,
                 flushed: st.flushed,
@@ -94,7 +132,7 @@ pub fn tensor_scaled<I: Float>(x: &[I], fmt: &FloatFormat) -> Result<TensorScale
             }
         })
         .reduce(BlockStatus::default, |a, b| a + b);
-    out.status.saturated = st.saturated;
-    out.status.flushed = st.flushed;
-    Ok(out)
+    status.saturated = st.saturated;
+    status.flushed = st.flushed;
+    Ok((s, status))
 }

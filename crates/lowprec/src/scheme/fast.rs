@@ -212,34 +212,38 @@ pub(crate) fn run<I: Float, C: Code>(
         if s.scale != FloatFormat::FP64 || f.bits() > 16 {
             return Ok(None);
         }
-        let t = crate::block::tensor::tensor_scaled(x, &f)?;
-        if !values.is_empty() {
-            values.copy_from_slice(&t.values);
-        }
-        codes
-            .iter_mut()
-            .zip(&t.codes)
-            .for_each(|(c, &v)| *c = C::from_u64(v));
-        enc.scales = Scales::Values(vec![t.scale]);
-        return Ok(Some(counts(t.status, 0)));
+        let (scale, st) = crate::block::tensor::tensor_scaled_into(x, &f, values, codes)?;
+        enc.scales = Scales::Values(vec![scale]);
+        return Ok(Some(counts(st, 0)));
     }
     if let (Element::Float(f), Rule::None) = (s.element, s.rule) {
-        if !codes.is_empty() {
-            Rounder::<I>::new(&f, &SATURATE).encode(x, codes, 0);
-        }
+        let r = Rounder::<I>::new(&f, &SATURATE);
         let st = if values.is_empty() {
-            let mut c = vec![0u64; n];
-            Rounder::<I>::new(&f, &SATURATE).encode(x, &mut c, 0)
-        } else if f.fits_f32() || I::MANT == 52 {
-            crate::round_into(&f, x, values, &SATURATE)?
+            if codes.is_empty() {
+                // the counts alone: codes into a small buffer, piece by piece
+                let mut c = [0u64; 4096];
+                x.chunks(4096)
+                    .enumerate()
+                    .map(|(i, p)| r.encode(p, &mut c[..p.len()], (i * 4096) as u64))
+                    .fold(Default::default(), |a, b| a + b)
+            } else {
+                r.encode(x, codes, 0)
+            }
         } else {
-            let mut v = vec![0f64; n];
-            let st = crate::round_into(&f, x, &mut v, &SATURATE)?;
-            values
-                .iter_mut()
-                .zip(&v)
-                .for_each(|(o, v)| *o = I::from_f64(*v));
-            st
+            if !codes.is_empty() {
+                r.encode(x, codes, 0);
+            }
+            if f.fits_f32() || I::MANT == 52 {
+                crate::round_into(&f, x, values, &SATURATE)?
+            } else {
+                let mut v = vec![0f64; n];
+                let st = crate::round_into(&f, x, &mut v, &SATURATE)?;
+                values
+                    .iter_mut()
+                    .zip(&v)
+                    .for_each(|(o, v)| *o = I::from_f64(*v));
+                st
+            }
         };
         return Ok(Some(Counts {
             elements: n as u64,
