@@ -584,7 +584,7 @@ fn bad_input_is_one_clear_line_and_exit_2() {
                 r#"{"w":{"dtype":"F4","shape":[2,32],"data_offsets":[0,64]}}"#,
                 &data[..64],
             ),
-            "unknown dtype 'F4'",
+            "dtype 'F4' is not supported",
         ),
     ];
     for (name, bytes, needle) in &bad_files {

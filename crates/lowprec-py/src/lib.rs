@@ -755,7 +755,8 @@ fn quantize<'py>(
 }
 
 /// [`lowprec::io::quantized::quantize_file`]: quantize every floating tensor of at least two
-/// dimensions of a `.safetensors` file into the quantized checkpoint layout (atomically);
+/// dimensions of a `.safetensors` file (or a `.npz` archive) into the quantized checkpoint
+/// layout (atomically);
 /// one dict per quantized tensor (`tensor`, `bits_per_element`, `sqnr_db`, `rel_error`,
 /// `cosine`, `max_abs_error`, `saturated`, `flushed`, `nan`, `tensor_scale`) and the number of
 /// tensors copied.

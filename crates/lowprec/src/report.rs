@@ -2,7 +2,7 @@
 //! overhead included), relative error, SQNR, max abs error, the shares of elements saturated
 //! and flushed to zero — one [`Row`] per tensor and scheme, and the [`totals`] per scheme.
 //!
-//! Tensors come from `.npy` / `.safetensors` files ([`load`]), from memory ([`Tensor::new`]),
+//! Tensors come from `.npy` / `.npz` / `.safetensors` files ([`load`]), from memory ([`Tensor::new`]),
 //! or from the built-in set ([`builtin`]: deterministic stand-ins for LLM weights and
 //! activations). The `lowprec report` command and the Python `lowprec.report` both print or
 //! return exactly these rows.
@@ -294,7 +294,8 @@ pub fn widen16(bits: &[u16], bf16: bool) -> Vec<f32> {
 /// floating tensor of a `.safetensors` file or of a sharded checkpoint (its folder or its
 /// `.index.json`; float64 stays float64, the rest, FP8 included, widen to float32), every
 /// tensor of a `.gguf` file that ggml can dequantize (its dequantized binary32 values;
-/// integer tensors are left out), or the array of a `.npy` file, named by the file stem
+/// integer tensors are left out), every floating array of a `.npz` archive (named as its
+/// members, without `.npy`), or the array of a `.npy` file, named by the file stem
 /// (float16 / bfloat16 widen to float32).
 ///
 /// # Errors

@@ -34,6 +34,16 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     check_output(&a.input, &a.output)?;
+    if matches!(
+        a.input.extension().and_then(|e| e.to_str()),
+        Some("npz" | "npy")
+    ) {
+        anyhow::bail!(
+            "{}: a NumPy file holds no quantized tensors; quantize it first (lowprec quantize {} -s SCHEME -o Q.safetensors) and dequantize that",
+            a.input.display(),
+            a.input.display()
+        );
+    }
     if a.input.extension().and_then(|e| e.to_str()) == Some("gguf") {
         let n = super::gguf::dequantize_gguf(&a.input, &a.output)?;
         errln!(

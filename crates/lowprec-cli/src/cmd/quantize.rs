@@ -1,5 +1,5 @@
-//! `lowprec quantize`: a `.npy` array or every weight of a `.safetensors` file through a
-//! scheme; dequantized values, codes, scales and packed bytes out.
+//! `lowprec quantize`: a `.npy` array, or every weight of a `.safetensors` file or a `.npz`
+//! archive, through a scheme; dequantized values, codes, scales and packed bytes out.
 
 use super::{check_output, check_outputs, read_npy};
 use anyhow::{bail, Context, Result};
@@ -19,7 +19,8 @@ use std::process::ExitCode;
   lowprec quantize model.safetensors -s gguf:Q8_0 -o model.q8_0.gguf --meta general.name=minilm")]
 pub struct Args {
     /// Input: a `.npy` array (float16/bfloat16/float32/float64, blocks along the last axis),
-    /// a `.safetensors` file (every floating tensor of at least 2 dimensions), a sharded
+    /// a `.safetensors` file or a `.npz` archive (`np.savez` / `np.savez_compressed`: every
+    /// floating tensor of at least 2 dimensions, into a quantized `.safetensors`), a sharded
     /// checkpoint (a folder or its `.index.json`: the output is a folder of shards of the same
     /// names and their index; an interrupted run resumes), or a `.gguf` file (with gguf:TYPE).
     pub input: PathBuf,
@@ -258,6 +259,11 @@ pub fn is_safetensors(p: &Path) -> bool {
     p.extension().and_then(|e| e.to_str()) == Some("safetensors")
 }
 
+/// Whether a path names a `.npz` archive.
+pub fn is_npz(p: &Path) -> bool {
+    p.extension().and_then(|e| e.to_str()) == Some("npz")
+}
+
 /// Run `lowprec quantize`.
 pub fn run(a: &Args) -> Result<ExitCode> {
     if !super::sharded::is_sharded(&a.input) {
@@ -302,12 +308,15 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    if is_safetensors(&a.input) {
+    if is_safetensors(&a.input) || is_npz(&a.input) {
         if a.scales.is_some() || a.codes.is_some() || a.packed.is_some() {
             bail!("--scales, --codes and --packed are for .npy inputs; a .safetensors output holds them");
         }
         if !is_safetensors(&a.output) {
-            bail!("a .safetensors input needs a .safetensors output (-o OUT.safetensors)");
+            bail!(
+                "a .{} input needs a .safetensors output (-o OUT.safetensors): the quantized checkpoint",
+                if is_npz(&a.input) { "npz" } else { "safetensors" }
+            );
         }
         run_safetensors(a, &scheme)?;
     } else {

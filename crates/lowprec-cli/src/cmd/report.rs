@@ -1,5 +1,5 @@
 //! `lowprec report`: what each scheme does to each tensor — bits per element, relative error,
-//! SQNR, max abs error, saturated and flushed shares — for `.npy` / `.safetensors` / `.gguf`
+//! SQNR, max abs error, saturated and flushed shares — for `.npy` / `.npz` / `.safetensors` / `.gguf`
 //! files or a built-in set of tensors that look like LLM weights and activations; with
 //! `--reference`, the error of whole files (a GGUF's Q4_K_M tensors) against a reference.
 
@@ -22,7 +22,7 @@ pub use lowprec::report::DEFAULT_SCHEMES;
   lowprec report model.gguf -s gguf:Q4_0 -s mxfp4 -s nvfp4:convention=te
   lowprec report --reference model-f16.gguf model-q4_0.gguf -s gguf:Q8_0")]
 pub struct Args {
-    /// `.npy`, `.safetensors` or `.gguf` files, or sharded safetensors checkpoints (a folder,
+    /// `.npy`, `.npz`, `.safetensors` or `.gguf` files, or sharded safetensors checkpoints (a folder,
     /// or its `model.safetensors.index.json`): every floating tensor (FP8 and GGUF types
     /// decoded), read one at a time; none: the built-in tensors. With --reference: the files
     /// compared.
@@ -33,7 +33,7 @@ pub struct Args {
     /// Block schemes zero-pad rows that the block size does not divide.
     #[arg(long = "scheme", short = 's')]
     pub schemes: Vec<super::NamedMethod>,
-    /// A reference file (`.safetensors`, `.gguf`, `.npy`): each of the FILES is reported
+    /// A reference file (`.safetensors`, `.gguf`, `.npy`, `.npz`): each of the FILES is reported
     /// against it tensor by tensor (same names), as one row labelled by the file name, beside
     /// the schemes given with -s applied to the reference (none by default).
     #[arg(long)]

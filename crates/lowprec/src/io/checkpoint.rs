@@ -1,12 +1,14 @@
-//! A checkpoint as people have it: one `.npy`, `.safetensors` or `.gguf` file, or a sharded
-//! safetensors checkpoint given by its folder or its `model.safetensors.index.json`.
+//! A checkpoint as people have it: one `.npy`, `.safetensors` or `.gguf` file, a `.npz`
+//! archive (its members `NAME.npy` are its tensors `NAME`), or a sharded safetensors
+//! checkpoint given by its folder or its `model.safetensors.index.json`.
 //!
 //! [`open`] validates everything it can without reading tensor data: every shard's header,
 //! and for an index, that every shard it names exists, holds the tensors the index puts in
 //! it, and holds no tensor the index does not list there. Tensors are listed in checkpoint
 //! order (the shards in the order of their names, each in its own order) and read one at a
-//! time ([`Checkpoint::load`]) from memory-mapped shards, so a report over a checkpoint holds
-//! one tensor's values at a time, whatever the checkpoint's size.
+//! time ([`Checkpoint::load`]) from memory-mapped shards (a `.npz` member by member), so a
+//! report over a checkpoint holds one tensor's values at a time, whatever the checkpoint's
+//! size.
 //!
 //! ```no_run
 //! let ck = lowprec::io::checkpoint::open(std::path::Path::new("model/"))?;
@@ -20,6 +22,7 @@
 
 use super::gguf::{self, Gguf};
 use super::npy::{self, Data};
+use super::npz::{self, Npz};
 use super::safetensors::{self as st, SafeTensors};
 use crate::error::{Error, Result};
 use crate::report::{widen16, Tensor, Values};
@@ -34,12 +37,13 @@ enum Shard {
     SafeTensors(SafeTensors),
     Gguf(Gguf),
     Npy(npy::Array),
+    Npz(Npz),
 }
 
 /// A tensor of a checkpoint, not yet read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorRef {
-    /// The name (a `.npy` file's stem).
+    /// The name (a `.npy` file's stem; a `.npz` member's name without `.npy`).
     pub name: String,
     /// The shape in C order.
     pub shape: Vec<usize>,
@@ -130,13 +134,21 @@ impl Checkpoint {
                 crate::ggml::dequantize(i.ggml_type, &bytes, &mut out)?;
                 Values::F32(out)
             }
-            Shard::Npy(a) => match &a.data {
-                Data::F32(x) => Values::F32(x.clone()),
-                Data::F64(x) => Values::F64(x.clone()),
-                Data::F16(h) => Values::F32(widen16(h, false)),
-                Data::BF16(h) => Values::F32(widen16(h, true)),
-                _ => return Ok(None),
+            Shard::Npy(a) => match npy_values(&a.data) {
+                Some(v) => v,
+                None => return Ok(None),
             },
+            Shard::Npz(f) => {
+                let m = f
+                    .members()
+                    .iter()
+                    .find(|m| m.name == t.name)
+                    .expect("listed tensors are in their archive");
+                match npy_values(&f.read(m)?.data) {
+                    Some(v) => v,
+                    None => return Ok(None),
+                }
+            }
         };
         Ok(Some(Tensor {
             name: t.name.clone(),
@@ -144,6 +156,17 @@ impl Checkpoint {
             values,
         }))
     }
+}
+
+/// The values of a floating array (float16 / bfloat16 widened to binary32), else `None`.
+fn npy_values(d: &Data) -> Option<Values> {
+    Some(match d {
+        Data::F32(x) => Values::F32(x.clone()),
+        Data::F64(x) => Values::F64(x.clone()),
+        Data::F16(h) => Values::F32(widen16(h, false)),
+        Data::BF16(h) => Values::F32(widen16(h, true)),
+        _ => return None,
+    })
 }
 
 /// The bytes `[a, b)` of a file by ordinary reads: the page cache keeps them, not this
@@ -196,8 +219,9 @@ fn open_shard(p: &Path) -> Result<Shard> {
         Some("safetensors") => Ok(Shard::SafeTensors(st::open(p)?)),
         Some("gguf") => Ok(Shard::Gguf(gguf::open(p)?)),
         Some("npy") => Ok(Shard::Npy(npy::read(p)?)),
+        Some("npz") => Ok(Shard::Npz(npz::open(p)?)),
         _ => Err(bad(format!(
-            "{}: not a .npy, .safetensors or .gguf file, a checkpoint folder or a .index.json",
+            "{}: not a .npy, .npz, .safetensors or .gguf file, a checkpoint folder or a .index.json",
             p.display()
         ))),
     }
@@ -250,10 +274,22 @@ fn refs_of(shard: &Shard, i: usize, path: &Path) -> Result<Vec<TensorRef>> {
                 shard: i,
             }]
         }
+        Shard::Npz(f) => f
+            .members()
+            .iter()
+            .map(|m| TensorRef {
+                name: m.name.clone(),
+                shape: m.header.shape.clone(),
+                dtype: m.header.dtype_name().to_string(),
+                bytes: m.header.data_len as u64,
+                is_float: m.header.is_float() && m.header.data_len > 0,
+                shard: i,
+            })
+            .collect(),
     })
 }
 
-/// Open a checkpoint: a `.npy`, `.safetensors` or `.gguf` file, a folder of `.safetensors`
+/// Open a checkpoint: a `.npy`, `.npz`, `.safetensors` or `.gguf` file, a folder of `.safetensors`
 /// shards (through its `model.safetensors.index.json` when it has one, else every
 /// `.safetensors` file in it), or an index file.
 ///
@@ -405,5 +441,74 @@ mod tests {
         assert!(glob("*", ""));
         assert!(glob("a*b*c", "aXbYbZc"));
         assert!(!glob("a*b*c", "aXbYbZ"));
+    }
+
+    #[test]
+    fn an_npz_is_a_checkpoint_of_its_members_and_quantizes_as_safetensors() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let w: Vec<f32> = (0..128).map(|i| (i as f32 - 64.0) / 32.0).collect();
+        let b: Vec<u16> = (0..64).map(|i| 0x3f80 + i).collect();
+        let arrays = [
+            ("w", vec![2usize, 64], Data::F32(w.clone())),
+            ("b", vec![2, 32], Data::BF16(b.clone())),
+            ("ids", vec![3], Data::U64(vec![1, 2, 3])),
+        ];
+        let npz = dir.path().join("m.npz");
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&npz).unwrap());
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated);
+        for (n, shape, data) in &arrays {
+            z.start_file(format!("{n}.npy"), opts).unwrap();
+            let a = npy::Array {
+                shape: shape.clone(),
+                data: data.clone(),
+            };
+            z.write_all(&npy::to_bytes(&a)).unwrap();
+        }
+        z.finish().unwrap();
+        let ck = open(&npz).unwrap();
+        let names: Vec<&str> = ck.tensors().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["w", "b", "ids"]);
+        let t = &ck.tensors()[1];
+        assert_eq!(
+            (t.dtype.as_str(), t.bytes, t.is_float),
+            ("bfloat16", 128, true)
+        );
+        assert!(!ck.tensors()[2].is_float);
+        let Some(Tensor {
+            values: Values::F32(v),
+            ..
+        }) = ck.load(&ck.tensors()[0]).unwrap()
+        else {
+            panic!("float32 values")
+        };
+        assert_eq!(v, w);
+        assert!(ck.load(&ck.tensors()[2]).unwrap().is_none());
+
+        // quantize: the same checkpoint as from a safetensors file of the same arrays
+        let wb: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let bb: Vec<u8> = b.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let ib: Vec<u8> = [1u64, 2, 3].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let stf = dir.path().join("m.safetensors");
+        st::write(
+            &stf,
+            &[
+                st::TensorOut::new("w", st::Dtype::F32, &[2, 64], &wb),
+                st::TensorOut::new("b", st::Dtype::BF16, &[2, 32], &bb),
+                st::TensorOut::new("ids", st::Dtype::U64, &[3], &ib),
+            ],
+            &BTreeMap::new(),
+        )
+        .unwrap();
+        let s = crate::scheme::Scheme::parse("mxfp4").unwrap();
+        let (qa, qb) = (
+            dir.path().join("a.safetensors"),
+            dir.path().join("b.safetensors"),
+        );
+        let (ra, ca) = super::super::quantized::quantize_file(&npz, &s, &qa).unwrap();
+        let (rb, cb) = super::super::quantized::quantize_file(&stf, &s, &qb).unwrap();
+        assert_eq!((ra, ca), (rb, cb));
+        assert_eq!(std::fs::read(&qa).unwrap(), std::fs::read(&qb).unwrap());
     }
 }

@@ -1,4 +1,4 @@
-//! Files: `.npy` arrays, `.safetensors` models and GGUF files (llama.cpp), and writing any output atomically (a
+//! Files: `.npy` arrays and `.npz` archives of them, `.safetensors` models and GGUF files (llama.cpp), and writing any output atomically (a
 //! temporary file in the same folder, renamed over the target only once complete, so no
 //! partial output is ever left). Reading maps files into memory through `io::mmap`, the one
 //! place outside `simd` where the library uses `unsafe`.
@@ -8,6 +8,7 @@ pub mod gguf;
 #[allow(unsafe_code)]
 mod mmap;
 pub mod npy;
+pub mod npz;
 pub mod quantized;
 pub mod safetensors;
 pub mod sharded;
@@ -68,7 +69,7 @@ pub fn check_source(path: &Path) -> Result<()> {
         "a device, FIFO or socket"
     };
     Err(Error::BadFile(format!(
-        "cannot read {}: it is {what}, not a regular file; give a .npy or .safetensors file",
+        "cannot read {}: it is {what}, not a regular file; give a .npy, .npz or .safetensors file",
         path.display()
     )))
 }

@@ -11,6 +11,15 @@
 //! `np.load(f).view(ml_dtypes.bfloat16)` restores. (ml_dtypes' 8-bit types are saved as `'<V1'`;
 //! those are refused, with the advice to save their codes as uint8.)
 //!
+//! Why this parser and not a crate (`npyz`, `ndarray-npy`): the format is a short Python-dict
+//! header and raw little-endian data, and what lowprec needs of it is the dtype policy above,
+//! which neither crate has: `npyz` 0.9.1 (the latest) reads `'<V2'` only as opaque records,
+//! has no bfloat16, and its errors say nothing of what to do (save contiguous, little-endian,
+//! the uint8 codes of a float8 array); `ndarray-npy` reads into `ndarray` arrays, a
+//! dependency lowprec does not otherwise have, with the same gaps. And `npyz`'s `.npz`
+//! support is built on `zip` 0.6 (2022), while `.npz` archives here are read through the
+//! maintained `zip` 9 ([`super::npz`]), each member parsed by this module.
+//!
 //! ```
 //! use lowprec::io::npy::{self, Array, Data};
 //! let a = Array { shape: vec![2, 2], data: Data::F32(vec![1.0, 2.0, 3.0, 4.0]) };
@@ -185,13 +194,53 @@ fn le_vec<T, const N: usize>(b: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
         .collect()
 }
 
-/// Parse a `.npy` file's bytes.
+/// What a `.npy` header says: the shape, the element type, and where the data lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Header {
+    /// The shape (empty for a 0-d array).
+    pub shape: Vec<usize>,
+    /// The numpy `descr` (`"<f4"`, `"<V2"`, …), one lowprec reads.
+    pub descr: String,
+    /// Where the data starts: the magic string, version, length and header come first.
+    pub data_start: usize,
+    /// The data's length in bytes: the element count times the element size.
+    pub data_len: usize,
+}
+
+impl Header {
+    /// The numpy dtype name (`"float32"`, `"bfloat16"` for `'<V2'`, …).
+    pub fn dtype_name(&self) -> &'static str {
+        match self.descr.as_str() {
+            "<f2" => "float16",
+            "<f4" => "float32",
+            "<f8" => "float64",
+            "<u2" => "uint16",
+            "<u4" => "uint32",
+            "<u8" => "uint64",
+            "<V2" | "|V2" => "bfloat16",
+            _ => "uint8",
+        }
+    }
+
+    /// Whether the elements are floating-point numbers (float16/32/64, bfloat16).
+    pub fn is_float(&self) -> bool {
+        self.dtype_name().starts_with("float") || self.dtype_name() == "bfloat16"
+    }
+
+    /// The size of the whole file: the header, then the data.
+    pub fn file_len(&self) -> u64 {
+        (self.data_start + self.data_len) as u64
+    }
+}
+
+/// The header of a `.npy` file from its first bytes (`bytes` may stop anywhere after the
+/// header; the data is not looked at): what [`from_bytes`] checks before it reads the data.
 ///
 /// # Errors
 ///
-/// [`Error::BadFile`] for a bad magic string or version, a malformed header, Fortran order,
-/// an unsupported dtype, or a data section whose size does not match the shape.
-pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
+/// [`Error::BadFile`] for a bad magic string or version, a header beyond the end of `bytes`,
+/// a malformed header, Fortran order or an unsupported dtype.
+pub fn read_header(bytes: &[u8]) -> Result<Header> {
     if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
         return Err(bad("not a .npy file (bad magic string)"));
     }
@@ -224,7 +273,6 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
         .iter()
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .ok_or_else(|| bad("malformed .npy header: shape too large"))?;
-    let body = &bytes[end..];
     let item = match descr.as_str() {
         "<f2" | "<f4" | "<f8" | "<u2" | "<u4" | "<u8" => descr[2..].parse::<usize>().unwrap_or(0),
         "|u1" | "<u1" | "u1" => 1,
@@ -245,16 +293,37 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
             )))
         }
     };
-    let need = count
+    let data_len = count
         .checked_mul(item)
+        .filter(|n| n.checked_add(end).is_some())
         .ok_or_else(|| bad("malformed .npy header: shape too large"))?;
-    if body.len() != need {
+    Ok(Header {
+        shape,
+        descr,
+        data_start: end,
+        data_len,
+    })
+}
+
+/// Parse a `.npy` file's bytes.
+///
+/// # Errors
+///
+/// [`Error::BadFile`] for a bad magic string or version, a malformed header, Fortran order,
+/// an unsupported dtype, or a data section whose size does not match the shape.
+pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
+    let h = read_header(bytes)?;
+    let body = &bytes[h.data_start..];
+    if body.len() != h.data_len {
         return Err(bad(format!(
-            "truncated or padded .npy data: the shape {shape:?} of '{descr}' needs {need} bytes, the file has {}",
+            "truncated or padded .npy data: the shape {:?} of '{}' needs {} bytes, the file has {}",
+            h.shape,
+            h.descr,
+            h.data_len,
             body.len()
         )));
     }
-    let data = match descr.as_str() {
+    let data = match h.descr.as_str() {
         "<f2" => Data::F16(le_vec(body, u16::from_le_bytes)),
         "<f4" => Data::F32(le_vec(body, f32::from_le_bytes)),
         "<f8" => Data::F64(le_vec(body, f64::from_le_bytes)),
@@ -264,7 +333,10 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Array> {
         "<V2" | "|V2" => Data::BF16(le_vec(body, u16::from_le_bytes)),
         _ => Data::U8(body.to_vec()),
     };
-    Ok(Array { shape, data })
+    Ok(Array {
+        shape: h.shape,
+        data,
+    })
 }
 
 /// Read a `.npy` file.

@@ -171,14 +171,31 @@ pub fn is_quantized(dtype: Dtype, shape: &[usize]) -> bool {
     dtype.is_float() && shape.len() >= 2 && shape.iter().product::<usize>() > 0
 }
 
-/// Quantize every floating tensor of at least two dimensions of `input` with `scheme` and
-/// write the quantized checkpoint to `output` (atomically); the others are copied. Returns
-/// one report per quantized tensor and the number copied.
+/// The safetensors dtype of a `.npy` array's data (its bytes are the same: little-endian,
+/// C order; bfloat16 `'<V2'` is `BF16`).
+fn npy_dtype(h: &super::npy::Header) -> Dtype {
+    match h.dtype_name() {
+        "float16" => Dtype::F16,
+        "bfloat16" => Dtype::BF16,
+        "float32" => Dtype::F32,
+        "float64" => Dtype::F64,
+        "uint16" => Dtype::U16,
+        "uint32" => Dtype::U32,
+        "uint64" => Dtype::U64,
+        _ => Dtype::U8,
+    }
+}
+
+/// Quantize every floating tensor of at least two dimensions of `input` (a `.safetensors`
+/// file, or a `.npz` archive whose members are its tensors, read one at a time) with
+/// `scheme` and write the quantized checkpoint to `output` (atomically); the others are
+/// copied. Returns one report per quantized tensor and the number copied.
 ///
 /// # Errors
 ///
-/// The reading and writing errors of [`crate::io::safetensors`], a scheme that cannot
-/// quantize a tensor (named), a scheme wider than 16 bits, or no tensor to quantize.
+/// The reading and writing errors of [`crate::io::safetensors`] (and of
+/// [`crate::io::npz`] for a `.npz`), a scheme that cannot quantize a tensor (named), a
+/// scheme wider than 16 bits, or no tensor to quantize.
 pub fn quantize_file(
     input: &Path,
     scheme: &Scheme,
@@ -189,23 +206,75 @@ pub fn quantize_file(
             "{scheme}: codes wider than 16 bits cannot be stored; use a scheme of at most 16 bits"
         )));
     }
-    let file = st::open(input)?;
-    let mut meta: BTreeMap<String, String> = file.metadata().clone();
+    let mut q = Quantizer {
+        scheme,
+        meta: BTreeMap::new(),
+        owned: Vec::new(),
+        reports: Vec::new(),
+        copied: 0,
+    };
+    if input.extension().and_then(|e| e.to_str()) == Some("npz") {
+        let f = super::npz::open(input)?;
+        for m in f.members() {
+            let bytes = f.read_bytes(m)?;
+            q.add(st::TensorView {
+                name: &m.name,
+                dtype: npy_dtype(&m.header),
+                shape: &m.header.shape,
+                bytes: &bytes[m.header.data_start..],
+            })?;
+        }
+    } else {
+        let file = st::open(input)?;
+        q.meta = file.metadata().clone();
+        for t in file.iter() {
+            q.add(t)?;
+        }
+    }
+    let Quantizer {
+        mut meta,
+        owned,
+        reports,
+        copied,
+        ..
+    } = q;
     meta.insert(META_SCHEME.into(), scheme.to_string());
     meta.insert(META_VERSION.into(), env!("CARGO_PKG_VERSION").into());
-    let mut owned: Vec<Entry> = Vec::new();
-    let mut reports = Vec::new();
-    let mut copied = 0;
-    for t in file.iter() {
+    if reports.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{}: no floating tensor of at least 2 dimensions to quantize",
+            input.display()
+        )));
+    }
+    let outs: Vec<TensorOut> = owned
+        .iter()
+        .map(|(n, d, s, b)| TensorOut::new(n, *d, s, b))
+        .collect();
+    st::write(output, &outs, &meta)?;
+    Ok((reports, copied))
+}
+
+/// The tensors of a quantized checkpoint as they are made, one input tensor at a time.
+struct Quantizer<'a> {
+    scheme: &'a Scheme,
+    meta: BTreeMap<String, String>,
+    owned: Vec<Entry>,
+    reports: Vec<TensorReport>,
+    copied: usize,
+}
+
+impl Quantizer<'_> {
+    /// Quantize `t` (or copy it, when [`is_quantized`] says no).
+    fn add(&mut self, t: st::TensorView<'_>) -> Result<()> {
         if !is_quantized(t.dtype, t.shape) {
-            owned.push((
+            self.owned.push((
                 t.name.to_string(),
                 t.dtype,
                 t.shape.to_vec(),
                 t.bytes.to_vec(),
             ));
-            copied += 1;
-            continue;
+            self.copied += 1;
+            return Ok(());
         }
         fn go<I: Float>(
             s: &Scheme,
@@ -229,27 +298,16 @@ pub fn quantize_file(
             Ok((q.codes, q.encoded, rep))
         }
         let (codes, enc, rep) = if t.dtype == Dtype::F64 {
-            go(scheme, t.name, &t.to_f64_vec()?, t.shape)?
+            go(self.scheme, t.name, &t.to_f64_vec()?, t.shape)?
         } else {
-            go(scheme, t.name, &t.to_f32_vec()?, t.shape)?
+            go(self.scheme, t.name, &t.to_f32_vec()?, t.shape)?
         };
-        let (e, record) = entries(scheme, t.name, t.dtype, t.shape, &codes, &enc)?;
-        owned.extend(e);
-        meta.insert(format!("{META_TENSOR}{}", t.name), record);
-        reports.push(rep);
+        let (e, record) = entries(self.scheme, t.name, t.dtype, t.shape, &codes, &enc)?;
+        self.owned.extend(e);
+        self.meta.insert(format!("{META_TENSOR}{}", t.name), record);
+        self.reports.push(rep);
+        Ok(())
     }
-    if reports.is_empty() {
-        return Err(Error::InvalidArgument(format!(
-            "{}: no floating tensor of at least 2 dimensions to quantize",
-            input.display()
-        )));
-    }
-    let outs: Vec<TensorOut> = owned
-        .iter()
-        .map(|(n, d, s, b)| TensorOut::new(n, *d, s, b))
-        .collect();
-    st::write(output, &outs, &meta)?;
-    Ok((reports, copied))
 }
 
 /// The scheme and the quantized tensors of a checkpoint written by [`quantize_file`],

@@ -1,24 +1,40 @@
-//! `.safetensors` files: read (memory-mapped or from a buffer) and write (atomically).
+//! `.safetensors` files: read (memory-mapped or from a buffer) and write (atomically), through
+//! the format's own crate, [`safetensors`] 0.8 (the implementation behind Hugging Face's Python
+//! package), with our atomic writes and one-line errors on top.
 //!
 //! The format: an 8-byte little-endian header length `N`, then `N` bytes of UTF-8 JSON, then
 //! the data section. The JSON object maps each tensor name to
 //! `{"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}` (offsets into the data
 //! section, `end` exclusive) and may hold a `"__metadata__"` object of string to string.
 //!
-//! Dtypes: the floats `F32`, `F16`, `BF16`, `F64`, and the integers `U8`, `I8`, `U16`, `I32`,
-//! `I64`, `U32`, `U64` (read and written as raw little-endian bytes, so files holding them can
-//! be read and copied through). Other dtypes are refused with the list of supported ones.
+//! What the crate does: it parses and validates the header
+//! ([`safetensors::SafeTensors::read_metadata`], over the mapped file, which touches only the
+//! header's pages): the header length against its 100 MB limit and the file's end, UTF-8,
+//! the JSON and its entries, its dtype list, each tensor's byte size against its shape, and that
+//! the tensors, in order of their offsets, tile the data section exactly (no gap, no overlap,
+//! no trailing bytes). Writing builds the header through its [`Metadata`] (which validates
+//! the layout again) and serializes the tensor entries.
 //!
-//! Reading validates the whole header before any tensor is handed out, as the reference
-//! `safetensors` library does: every entry's dtype, shape and offsets, each tensor's byte size
-//! against its shape, and that the tensors, in order of their offsets, tile the data section
-//! exactly (no gap, no overlap, no trailing bytes). A file that fails any check is refused with
-//! an [`Error::BadFile`] naming the problem; nothing is read partially. Keys of an entry other
-//! than `dtype`, `shape` and `data_offsets` are ignored, as the reference library ignores them.
+//! What we add on top:
+//! - the dtypes lowprec reads ([`Dtype`]): the floats `F32`, `F16`, `BF16`, `F64`, `F8_E4M3`,
+//!   `F8_E5M2`, `F8_E8M0`, and the integers and `BOOL` as raw little-endian bytes (read and
+//!   copied through). The crate's other dtypes (`F4`, `F6_*`, `F8_*FNUZ`, `C64`) are refused,
+//!   with the list of supported ones;
+//! - duplicate keys, which the crate (as serde does) resolves silently to the last one, are
+//!   refused;
+//! - a refused file gets one line naming the problem (which tensor, which bytes) instead of
+//!   the crate's short error: when the crate refuses, the header is examined again to say
+//!   why ([`from_bytes`] lists the cases);
+//! - writing goes through [`crate::io::write_atomic`] (a temporary file, renamed when complete;
+//!   removed on error or Ctrl-C), streaming the tensors' bytes after the header, with the data
+//!   laid out in the order given (the crate's own writers reorder the tensors by dtype and
+//!   write through their own temporary file or a buffer of the whole file); and the
+//!   `"__metadata__"` object is written with its keys sorted, since the crate keeps it in a
+//!   `HashMap` whose order changes from run to run: equal arguments give equal files.
 //!
-//! Writing lays the data out in the order given, with no padding between tensors (the header
-//! is padded to a multiple of 8 bytes, so a reader that needs each tensor naturally aligned in
-//! the map should be given the widest dtypes first).
+//! Keys of an entry other than `dtype`, `shape` and `data_offsets` are ignored, as the crate
+//! ignores them. The header is padded to a multiple of 8 bytes, so a reader that needs each
+//! tensor naturally aligned in the map should be given the widest dtypes first.
 //!
 //! ```
 //! use lowprec::io::safetensors::{self, Dtype, TensorOut};
@@ -50,6 +66,7 @@
 //! ```
 
 use crate::error::{Error, Result};
+use safetensors::tensor::{Metadata, TensorInfo};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -57,14 +74,15 @@ use std::fs::File;
 use std::path::Path;
 use std::str::FromStr;
 
-/// The largest header length accepted (and written), in bytes: 100 MB, the reference
-/// library's limit. A larger length means a corrupt or foreign file.
+/// The largest header length accepted (and written), in bytes: 100 MB, the limit the
+/// `safetensors` crate enforces. A larger length means a corrupt or foreign file.
 pub const MAX_HEADER_LEN: u64 = 100_000_000;
 
 /// The key of the optional string-to-string metadata object in the header.
 pub const METADATA_KEY: &str = "__metadata__";
 
-/// The element type of a tensor, as named in the header.
+/// The element type of a tensor, as named in the header: the dtypes of the `safetensors`
+/// crate that lowprec reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dtype {
     /// IEEE binary32 (`"F32"`).
@@ -101,59 +119,67 @@ pub enum Dtype {
     F8E8M0,
 }
 
+/// Each dtype, the crate's dtype and the header name, in the order of [`Dtype::ALL`].
+const TABLE: [(Dtype, safetensors::Dtype, &str); 16] = {
+    use safetensors::Dtype as S;
+    [
+        (Dtype::F32, S::F32, "F32"),
+        (Dtype::F16, S::F16, "F16"),
+        (Dtype::BF16, S::BF16, "BF16"),
+        (Dtype::F64, S::F64, "F64"),
+        (Dtype::F8E4M3, S::F8_E4M3, "F8_E4M3"),
+        (Dtype::F8E5M2, S::F8_E5M2, "F8_E5M2"),
+        (Dtype::F8E8M0, S::F8_E8M0, "F8_E8M0"),
+        (Dtype::U8, S::U8, "U8"),
+        (Dtype::I8, S::I8, "I8"),
+        (Dtype::U16, S::U16, "U16"),
+        (Dtype::I32, S::I32, "I32"),
+        (Dtype::I64, S::I64, "I64"),
+        (Dtype::U32, S::U32, "U32"),
+        (Dtype::U64, S::U64, "U64"),
+        (Dtype::I16, S::I16, "I16"),
+        (Dtype::Bool, S::BOOL, "BOOL"),
+    ]
+};
+
 impl Dtype {
     /// Every supported dtype, floats first.
-    pub const ALL: [Dtype; 16] = [
-        Dtype::F32,
-        Dtype::F16,
-        Dtype::BF16,
-        Dtype::F64,
-        Dtype::F8E4M3,
-        Dtype::F8E5M2,
-        Dtype::F8E8M0,
-        Dtype::U8,
-        Dtype::I8,
-        Dtype::U16,
-        Dtype::I32,
-        Dtype::I64,
-        Dtype::U32,
-        Dtype::U64,
-        Dtype::I16,
-        Dtype::Bool,
-    ];
+    pub const ALL: [Dtype; 16] = {
+        let mut all = [Dtype::F32; 16];
+        let mut i = 0;
+        while i < 16 {
+            all[i] = TABLE[i].0;
+            i += 1;
+        }
+        all
+    };
+
+    fn row(self) -> &'static (Dtype, safetensors::Dtype, &'static str) {
+        TABLE
+            .iter()
+            .find(|r| r.0 == self)
+            .expect("every dtype has a row")
+    }
 
     /// The name used in the header (`"F32"`, `"BF16"`, …).
     pub fn name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "F32",
-            Dtype::F16 => "F16",
-            Dtype::BF16 => "BF16",
-            Dtype::F64 => "F64",
-            Dtype::U8 => "U8",
-            Dtype::I8 => "I8",
-            Dtype::U16 => "U16",
-            Dtype::I32 => "I32",
-            Dtype::I64 => "I64",
-            Dtype::U32 => "U32",
-            Dtype::U64 => "U64",
-            Dtype::I16 => "I16",
-            Dtype::Bool => "BOOL",
-            Dtype::F8E4M3 => "F8_E4M3",
-            Dtype::F8E5M2 => "F8_E5M2",
-            Dtype::F8E8M0 => "F8_E8M0",
-        }
+        self.row().2
+    }
+
+    /// The `safetensors` crate's dtype.
+    pub fn to_crate(self) -> safetensors::Dtype {
+        self.row().1
+    }
+
+    /// The dtype of the `safetensors` crate's `d`, or `None` for one lowprec does not read
+    /// (`F4`, `F6_E2M3`, `F6_E3M2`, `F8_E4M3FNUZ`, `F8_E5M2FNUZ`, `C64`).
+    pub fn from_crate(d: safetensors::Dtype) -> Option<Dtype> {
+        TABLE.iter().find(|r| r.1 == d).map(|r| r.0)
     }
 
     /// The size of one element in bytes.
     pub fn size(self) -> usize {
-        match self {
-            Dtype::U8 | Dtype::I8 | Dtype::Bool | Dtype::F8E4M3 | Dtype::F8E5M2 | Dtype::F8E8M0 => {
-                1
-            }
-            Dtype::F16 | Dtype::BF16 | Dtype::U16 | Dtype::I16 => 2,
-            Dtype::F32 | Dtype::I32 | Dtype::U32 => 4,
-            Dtype::F64 | Dtype::I64 | Dtype::U64 => 8,
-        }
+        self.to_crate().bitsize() / 8
     }
 
     /// Whether the elements are floating-point numbers (`F32`, `F16`, `BF16`, `F64` and the
@@ -187,20 +213,23 @@ impl fmt::Display for Dtype {
 impl FromStr for Dtype {
     type Err = Error;
 
-    /// Parse a header dtype name (exact, upper case, as the format spells it).
+    /// Parse a header dtype name (exact, upper case, as the format spells it): a name of the
+    /// crate's list that lowprec reads.
     fn from_str(s: &str) -> Result<Dtype> {
-        Dtype::ALL
-            .into_iter()
-            .find(|d| d.name() == s)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "unknown safetensors dtype '{s}'; supported: {}",
-                    Dtype::known()
-                ))
-            })
+        let known = serde_json::from_value::<safetensors::Dtype>(Value::String(s.into())).ok();
+        known.and_then(Dtype::from_crate).ok_or_else(|| {
+            let what = if known.is_some() {
+                format!("safetensors dtype '{s}' is not supported")
+            } else {
+                format!("unknown safetensors dtype '{s}'")
+            };
+            Error::InvalidArgument(format!(
+                "{what}; supported: {} (convert the tensor to one of them)",
+                Dtype::known()
+            ))
+        })
     }
 }
-
 /// One tensor of a [`SafeTensors`]: its name, dtype, shape, and its bytes in the file
 /// (little-endian, C order), borrowed without copying.
 #[derive(Clone, Copy, PartialEq)]
@@ -463,8 +492,9 @@ fn at_path(path: &Path) -> impl Fn(Error) -> Error + '_ {
     }
 }
 
-/// Open and validate a `.safetensors` file, memory-mapping it (read-only): tensors are read
-/// from the page cache when asked for, and never copied by [`SafeTensors::get`].
+/// Open and validate a `.safetensors` file, memory-mapping it (read-only): the header is
+/// validated through the map (touching only its pages); tensors are read from the page cache
+/// when asked for, and never copied by [`SafeTensors::get`].
 ///
 /// # Precondition
 ///
@@ -482,16 +512,10 @@ pub fn open(path: &Path) -> Result<SafeTensors> {
     let cannot = |e: std::io::Error| bad(format!("cannot read {}: {e}", path.display()));
     super::check_source(path)?;
     let file = File::open(path).map_err(cannot)?;
-    let meta = file.metadata().map_err(cannot)?;
-    if !meta.is_file() {
-        return Err(bad(format!(
-            "cannot read {}: not a regular file",
-            path.display()
-        )));
-    }
-    if meta.len() < 8 {
-        // Also keeps an empty file away from mmap, which refuses a zero-length map.
-        return Err(at_path(path)(too_short(meta.len())));
+    let len = file.metadata().map_err(cannot)?.len();
+    if len < 8 {
+        // (mmap refuses a zero-length map)
+        return Err(at_path(path)(too_short(len)));
     }
     let map = super::mmap::map_read_only(&file).map_err(cannot)?;
     parse(Storage::Mapped(map)).map_err(at_path(path))
@@ -505,9 +529,9 @@ pub fn open(path: &Path) -> Result<SafeTensors> {
 /// [`Error::BadFile`] naming the problem: fewer than 8 bytes; a header length beyond the
 /// end or over [`MAX_HEADER_LEN`]; a header that is not UTF-8 JSON or not an object; a
 /// duplicate key; an entry without a known dtype, a shape of non-negative integers, or two
-/// ordered data offsets; a byte size that does not match the shape; offsets beyond the data
-/// section; tensors that leave a gap in it or overlap; a `"__metadata__"` that is not an object
-/// of strings.
+/// ordered data offsets; a dtype lowprec does not read; a byte size that does not match the
+/// shape; offsets beyond the data section; tensors that leave a gap in it or overlap; a
+/// `"__metadata__"` that is not an object of strings.
 pub fn from_bytes(bytes: Vec<u8>) -> Result<SafeTensors> {
     parse(Storage::Owned(bytes))
 }
@@ -520,119 +544,181 @@ fn too_short(len: u64) -> Error {
 
 fn parse(storage: Storage) -> Result<SafeTensors> {
     let bytes = storage.bytes();
-    if bytes.len() < 8 {
-        return Err(too_short(bytes.len() as u64));
+    let (n, meta) =
+        safetensors::SafeTensors::read_metadata(bytes).map_err(|e| explain(&e, bytes))?;
+    let data_start = 8 + n;
+    // the crate keeps the last of duplicate keys silently
+    if let Some(dup) = std::str::from_utf8(&bytes[8..data_start])
+        .ok()
+        .and_then(duplicate_key)
+    {
+        return Err(bad(format!("malformed .safetensors header: {dup}")));
     }
-    let n = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
-    let rest = (bytes.len() - 8) as u64;
-    if n > MAX_HEADER_LEN {
-        return Err(bad(format!(
-            "not a .safetensors file: header length {n} is over the {MAX_HEADER_LEN}-byte limit"
-        )));
-    }
-    if n > rest {
-        return Err(bad(format!(
-            "truncated .safetensors file: header length {n} is beyond the end ({rest} bytes after the length)"
-        )));
-    }
-    let data_start = 8 + n as usize;
-    let header = std::str::from_utf8(&bytes[8..data_start])
-        .map_err(|e| bad(format!("malformed .safetensors header: not UTF-8 ({e})")))?;
-    let data_len = bytes.len() - data_start;
-    let (entries, metadata) = parse_header(header, data_len)?;
+    let mut entries = meta
+        .tensors()
+        .into_iter()
+        .map(|(name, info)| entry(name, info).map_err(bad))
+        .collect::<Result<Vec<_>>>()?;
+    entries.sort_by(|a, b| (a.begin, a.end, &a.name).cmp(&(b.begin, b.end, &b.name)));
     let index = entries
         .iter()
         .enumerate()
         .map(|(i, e)| (e.name.clone(), i))
         .collect();
+    let metadata = meta.metadata().clone().unwrap_or_default();
     Ok(SafeTensors {
         storage,
         data_start,
         entries,
         index,
-        metadata,
+        metadata: metadata.into_iter().collect(),
     })
 }
 
-/// Validate the header text against a data section of `data_len` bytes: the entries in file
-/// order and the metadata.
-fn parse_header(header: &str, data_len: usize) -> Result<(Vec<Entry>, BTreeMap<String, String>)> {
-    let value: Value = serde_json::from_str(header).map_err(|e| {
-        bad(format!(
-            "malformed .safetensors header: not valid JSON ({e})"
+/// A tensor entry the crate parsed, with our dtype; its byte size checked against its shape
+/// (the crate checked it when it accepted the file, not when [`explain`] asks).
+fn entry(name: String, info: &TensorInfo) -> std::result::Result<Entry, String> {
+    let err = |what: String| format!("tensor '{name}': {what}");
+    let dtype = Dtype::from_crate(info.dtype).ok_or_else(|| {
+        err(format!(
+            "safetensors dtype '{}' is not supported; supported: {} (convert the tensor to one of them)",
+            info.dtype,
+            Dtype::known()
         ))
     })?;
-    let Value::Object(map) = value else {
-        return Err(bad(
-            "malformed .safetensors header: not a JSON object of tensor names",
-        ));
+    let (begin, end) = info.data_offsets;
+    if begin > end {
+        return Err(err(format!(
+            "data_offsets [{begin}, {end}] begin after they end"
+        )));
+    }
+    let shape = &info.shape;
+    let need = shape
+        .iter()
+        .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
+        .ok_or_else(|| err(format!("shape {shape:?} is too large")))?;
+    if need != end - begin {
+        return Err(err(format!(
+            "size mismatch: shape {shape:?} of {dtype} needs {need} bytes, data_offsets [{begin}, {end}] hold {}",
+            end - begin
+        )));
+    }
+    Ok(Entry {
+        name,
+        dtype,
+        shape: info.shape.clone(),
+        begin,
+        end,
+    })
+}
+
+/// Why the crate refused `bytes` (its error `e`), as one line: the header is examined again
+/// to name the tensor and the bytes at fault; the crate's own words where nothing more is
+/// found.
+fn explain(e: &safetensors::SafeTensorError, bytes: &[u8]) -> Error {
+    let Some(len8) = bytes.get(..8) else {
+        return too_short(bytes.len() as u64);
     };
-    // serde_json keeps the last of duplicate keys silently; find them in the text.
-    if let Some(dup) = duplicate_key(header) {
-        return Err(bad(format!("malformed .safetensors header: {dup}")));
+    let n = u64::from_le_bytes(len8.try_into().expect("8 bytes"));
+    let rest = (bytes.len() - 8) as u64;
+    if n > MAX_HEADER_LEN {
+        return bad(format!(
+            "not a .safetensors file: header length {n} is over the {MAX_HEADER_LEN}-byte limit"
+        ));
     }
-    let mut metadata = BTreeMap::new();
+    if n > rest {
+        return bad(format!(
+            "truncated .safetensors file: header length {n} is beyond the end ({rest} bytes after the length)"
+        ));
+    }
+    let header = &bytes[8..8 + n as usize];
+    let text = match std::str::from_utf8(header) {
+        Ok(t) => t,
+        Err(u) => return bad(format!("malformed .safetensors header: not UTF-8 ({u})")),
+    };
+    let malformed = |m: String| bad(format!("malformed .safetensors header: {m}"));
+    let map = match serde_json::from_str::<Value>(text) {
+        Err(j) => return malformed(format!("not valid JSON ({j})")),
+        Ok(Value::Object(map)) => map,
+        Ok(_) => return malformed("not a JSON object of tensor names".into()),
+    };
+    if let Some(dup) = duplicate_key(text) {
+        return malformed(dup);
+    }
+    match problem(&map, (rest - n) as usize) {
+        Some(m) => bad(m),
+        None => bad(format!("invalid .safetensors file: {e}")),
+    }
+}
+
+/// The first problem of a header's entries and layout against a data section of `data_len`
+/// bytes, as a message.
+fn problem(map: &serde_json::Map<String, Value>, data_len: usize) -> Option<String> {
     let mut entries = Vec::with_capacity(map.len());
-    for (name, v) in &map {
+    for (name, v) in map {
         if name == METADATA_KEY {
-            metadata = parse_metadata(v)?;
-        } else {
-            entries.push(parse_entry(name, v)?);
+            let kind = match v {
+                Value::Object(m) => m
+                    .iter()
+                    .find(|(_, v)| !v.is_string())
+                    .map(|(k, v)| format!("; '{k}' is {}", json_kind(v))),
+                v => Some(format!(", not {}", json_kind(v))),
+            };
+            if let Some(k) = kind {
+                return Some(format!(
+                    "malformed .safetensors header: {METADATA_KEY} must be an object of strings{k}"
+                ));
+            }
+            continue;
+        }
+        if let Some(Value::String(s)) = v.get("dtype") {
+            if let Err(e) = s.parse::<Dtype>() {
+                return Some(format!("tensor '{name}': {e}"));
+            }
+        }
+        match serde_json::from_value::<TensorInfo>(v.clone()) {
+            Ok(info) => match entry(name.clone(), &info) {
+                Ok(e) => entries.push(e),
+                Err(m) => return Some(m),
+            },
+            Err(j) => {
+                return Some(format!(
+                    "tensor '{name}': malformed entry ({j}); an entry is {{\"dtype\": NAME, \"shape\": [DIMS], \"data_offsets\": [BEGIN, END]}}"
+                ))
+            }
         }
     }
-    for e in &entries {
-        if e.end > data_len {
-            return Err(bad(format!(
-                "tensor '{}': data_offsets [{}, {}] end beyond the data section ({data_len} bytes); the file is truncated or the header is wrong",
-                e.name, e.begin, e.end
-            )));
-        }
+    if let Some(e) = entries.iter().find(|e| e.end > data_len) {
+        return Some(format!(
+            "tensor '{}': data_offsets [{}, {}] end beyond the data section ({data_len} bytes); the file is truncated or the header is wrong",
+            e.name, e.begin, e.end
+        ));
     }
     entries.sort_by(|a, b| (a.begin, a.end, &a.name).cmp(&(b.begin, b.end, &b.name)));
     let mut pos = 0usize;
     let mut last: Option<&Entry> = None;
     for e in &entries {
         if e.begin > pos {
-            return Err(bad(format!(
+            return Some(format!(
                 "gap in the data section: bytes [{pos}, {}) belong to no tensor (before tensor '{}'); tensors must tile the data section",
                 e.begin, e.name
-            )));
+            ));
         }
-        if e.begin < pos {
-            let p = last.expect("pos > 0 only after a tensor");
-            return Err(bad(format!(
+        if let Some(p) = last.filter(|_| e.begin < pos) {
+            return Some(format!(
                 "overlap in the data section: tensor '{}' [{}, {}] overlaps tensor '{}' [{}, {}]",
                 e.name, e.begin, e.end, p.name, p.begin, p.end
-            )));
+            ));
         }
         pos = e.end;
         last = Some(e);
     }
-    if pos < data_len {
-        return Err(bad(format!(
+    (pos < data_len).then(|| {
+        format!(
             "gap in the data section: its last {} bytes [{pos}, {data_len}) belong to no tensor (trailing data)",
             data_len - pos
-        )));
-    }
-    Ok((entries, metadata))
-}
-
-fn parse_metadata(v: &Value) -> Result<BTreeMap<String, String>> {
-    let Value::Object(m) = v else {
-        return Err(bad(format!(
-            "malformed .safetensors header: {METADATA_KEY} must be an object of strings, not {}",
-            json_kind(v)
-        )));
-    };
-    m.iter()
-        .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.clone(), s.clone())),
-            v => Err(bad(format!(
-                "malformed .safetensors header: {METADATA_KEY} must be an object of strings; '{k}' is {}",
-                json_kind(v)
-            ))),
-        })
-        .collect()
+        )
+    })
 }
 
 /// "a number", "an array", … for messages.
@@ -645,67 +731,6 @@ fn json_kind(v: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-fn parse_entry(name: &str, v: &Value) -> Result<Entry> {
-    let err = |what: String| bad(format!("tensor '{name}': {what}"));
-    let Value::Object(m) = v else {
-        return Err(err(format!(
-            "entry is {}, not an object with dtype, shape and data_offsets",
-            json_kind(v)
-        )));
-    };
-    let field = |key: &str| m.get(key).ok_or_else(|| err(format!("no \"{key}\" entry")));
-    let dtype = match field("dtype")? {
-        Value::String(s) => s.parse::<Dtype>().map_err(|_| {
-            err(format!(
-                "unknown dtype '{s}'; supported: {}",
-                Dtype::known()
-            ))
-        })?,
-        v => return Err(err(format!("dtype is {}, not a string", json_kind(v)))),
-    };
-    let shape_v = field("shape")?;
-    let shape = as_usizes(shape_v).ok_or_else(|| {
-        err(format!(
-            "shape must be a list of non-negative integers, not {shape_v}"
-        ))
-    })?;
-    let off_v = field("data_offsets")?;
-    let (begin, end) = match as_usizes(off_v).as_deref() {
-        Some(&[b, e]) if b <= e => (b, e),
-        Some(&[b, e]) => return Err(err(format!("data_offsets [{b}, {e}] begin after they end"))),
-        _ => {
-            return Err(err(format!(
-                "data_offsets must be two non-negative integers [begin, end], not {off_v}"
-            )))
-        }
-    };
-    let need = shape
-        .iter()
-        .try_fold(dtype.size(), |a, &d| a.checked_mul(d))
-        .ok_or_else(|| err(format!("shape {shape:?} is too large")))?;
-    if need != end - begin {
-        return Err(err(format!(
-            "size mismatch: shape {shape:?} of {dtype} needs {need} bytes, data_offsets [{begin}, {end}] hold {}",
-            end - begin
-        )));
-    }
-    Ok(Entry {
-        name: name.to_string(),
-        dtype,
-        shape,
-        begin,
-        end,
-    })
-}
-
-/// A JSON array of integers that fit `usize`, or `None`.
-fn as_usizes(v: &Value) -> Option<Vec<usize>> {
-    v.as_array()?
-        .iter()
-        .map(|x| x.as_u64().and_then(|u| usize::try_from(u).ok()))
-        .collect()
 }
 
 /// The first key repeated within one JSON object of `json` (which must be valid JSON), as a
@@ -813,29 +838,16 @@ impl<'a> From<TensorView<'a>> for TensorOut<'a> {
 }
 
 /// The 8-byte length and the JSON header, padded with spaces to a multiple of 8 bytes (as
-/// the reference library writes it). Keys in a fixed order: `"__metadata__"` first (when
-/// there is any), its keys sorted; then the tensors in the given order, each with `dtype`,
-/// `shape`, `data_offsets`. The data section follows in the same order.
+/// the crate pads it). The tensor entries are the crate's [`Metadata`], serialized (which
+/// validates their layout), in the given order; the `"__metadata__"` object (when there is
+/// any) comes first, its keys sorted. The data section follows in the same order.
 fn header_bytes(tensors: &[TensorOut<'_>], metadata: &BTreeMap<String, String>) -> Result<Vec<u8>> {
     let invalid = |m: String| Error::InvalidArgument(format!("cannot write .safetensors: {m}"));
-    let quote = |s: &str| serde_json::to_string(s).expect("a string serialises");
     let mut seen = HashSet::new();
-    let mut json = String::from("{");
-    if !metadata.is_empty() {
-        json.push_str(&quote(METADATA_KEY));
-        json.push_str(":{");
-        for (i, (k, v)) in metadata.iter().enumerate() {
-            if i > 0 {
-                json.push(',');
-            }
-            json.push_str(&quote(k));
-            json.push(':');
-            json.push_str(&quote(v));
-        }
-        json.push('}');
-    }
+    let mut infos = Vec::with_capacity(tensors.len());
     let mut offset = 0usize;
     for t in tensors {
+        // (the crate's Metadata keeps the last of two equal names, and writes either)
         if t.name == METADATA_KEY {
             return Err(invalid(format!(
                 "'{METADATA_KEY}' is reserved for the metadata; rename the tensor"
@@ -862,19 +874,25 @@ fn header_bytes(tensors: &[TensorOut<'_>], metadata: &BTreeMap<String, String>) 
             )));
         }
         let end = offset + t.bytes.len();
-        if json.len() > 1 {
-            json.push(',');
-        }
-        json.push_str(&quote(t.name));
-        let shape: Vec<String> = t.shape.iter().map(|d| d.to_string()).collect();
-        json.push_str(&format!(
-            ":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{offset},{end}]}}",
-            t.dtype,
-            shape.join(",")
-        ));
+        let info = TensorInfo {
+            dtype: t.dtype.to_crate(),
+            shape: t.shape.to_vec(),
+            data_offsets: (offset, end),
+        };
+        infos.push((t.name.to_string(), info));
         offset = end;
     }
-    json.push('}');
+    let entries = Metadata::new(None, infos)
+        .and_then(|m| Ok(serde_json::to_string(&m)?))
+        .map_err(|e| invalid(e.to_string()))?;
+    let mut json = if metadata.is_empty() {
+        entries
+    } else {
+        let meta = serde_json::to_string(metadata).map_err(|e| invalid(e.to_string()))?;
+        let rest = entries.strip_prefix('{').unwrap_or("}");
+        let sep = if rest == "}" { "" } else { "," };
+        format!("{{\"{METADATA_KEY}\":{meta}{sep}{rest}")
+    };
     while json.len() % 8 != 0 {
         json.push(' ');
     }
@@ -1031,7 +1049,54 @@ mod tests {
         assert_eq!(Dtype::BF16.size(), 2);
         assert_eq!(Dtype::I64.size(), 8);
         let e = "f32".parse::<Dtype>().unwrap_err().to_string();
-        assert!(e.contains("'f32'") && e.contains("BF16"), "{e}");
+        assert!(
+            e.contains("unknown") && e.contains("'f32'") && e.contains("BF16"),
+            "{e}"
+        );
+        let e = "C64".parse::<Dtype>().unwrap_err().to_string();
+        assert!(e.contains("'C64' is not supported"), "{e}");
+        // our names and sizes are the crate's
+        for d in Dtype::ALL {
+            assert_eq!(d.to_crate().to_string(), d.name());
+            assert_eq!(d.to_crate().bitsize(), 8 * d.size());
+            assert_eq!(Dtype::from_crate(d.to_crate()), Some(d));
+        }
+        assert_eq!(Dtype::from_crate(safetensors::Dtype::F4), None);
+    }
+
+    #[test]
+    fn files_agree_with_the_crates_own_reader_and_writer() {
+        let x: Vec<u8> = (0..24).collect();
+        let y = [7u8; 6];
+        let ours = to_bytes(
+            &[
+                TensorOut::new("x", Dtype::F32, &[2, 3], &x),
+                TensorOut::new("y", Dtype::BF16, &[3], &y),
+            ],
+            &BTreeMap::from([("k".to_string(), "v".to_string())]),
+        )
+        .unwrap();
+        let theirs = safetensors::SafeTensors::deserialize(&ours).unwrap();
+        assert_eq!(theirs.tensor("x").unwrap().data(), &x[..]);
+        assert_eq!(theirs.tensor("y").unwrap().shape(), [3]);
+        // the crate's writer (which orders tensors by dtype, then name) reads back
+        let (xv, yv) = (
+            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2, 3], &x).unwrap(),
+            safetensors::tensor::TensorView::new(safetensors::Dtype::BF16, vec![3], &y).unwrap(),
+        );
+        let bytes = safetensors::serialize([("y", yv), ("x", xv)], None).unwrap();
+        let st = from_bytes(bytes).unwrap();
+        assert_eq!(st.names(), ["x", "y"]);
+        assert_eq!(st.get("x").unwrap().bytes, &x[..]);
+        assert_eq!(st.get("y").unwrap().dtype, Dtype::BF16);
+        // and the header we write is the crate's, byte for byte, without metadata
+        let mut one =
+            to_bytes(&[TensorOut::new("x", Dtype::F32, &[2, 3], &x)], &no_meta()).unwrap();
+        let xv =
+            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2, 3], &x).unwrap();
+        assert_eq!(safetensors::serialize([("x", xv)], None).unwrap(), one);
+        one.truncate(one.len() - 1);
+        assert!(from_bytes(one).is_err());
     }
 
     #[test]
@@ -1214,10 +1279,10 @@ mod tests {
         let mut b = raw("{}", &[]);
         b[9] = 0xff;
         assert_refused(b, &["not UTF-8"]);
-        assert_refused(raw(r#"{"x": 3}"#, &[]), &["tensor 'x'", "not an object"]);
+        assert_refused(raw(r#"{"x": 3}"#, &[]), &["tensor 'x'", "malformed entry"]);
         assert_refused(
             raw(r#"{"x": {"dtype": "F32", "shape": [1]}}"#, &[0; 4]),
-            &["tensor 'x'", "no \"data_offsets\""],
+            &["tensor 'x'", "missing field `data_offsets`", "an entry is"],
         );
     }
 
@@ -1248,17 +1313,32 @@ mod tests {
     #[test]
     fn refuses_unknown_dtypes_and_bad_shapes_and_offsets() {
         let one = |entry: &str, data: &[u8]| raw(&format!(r#"{{"t":{entry}}}"#), data);
+        // F4 is in the crate's list, not in ours: refused whether the crate accepts the
+        // layout (2 elements, one byte) or not (1 element, half a byte)
+        for (shape, end) in [(2, 1), (1, 1)] {
+            assert_refused(
+                one(
+                    &format!(r#"{{"dtype":"F4","shape":[{shape}],"data_offsets":[0,{end}]}}"#),
+                    &[0],
+                ),
+                &[
+                    "tensor 't'",
+                    "dtype 'F4' is not supported",
+                    "supported: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, F8_E8M0, U8",
+                ],
+            );
+        }
         assert_refused(
-            one(r#"{"dtype":"F4","shape":[1],"data_offsets":[0,1]}"#, &[0]),
+            one(r#"{"dtype":"F7","shape":[1],"data_offsets":[0,1]}"#, &[0]),
             &[
                 "tensor 't'",
-                "unknown dtype 'F4'",
-                "supported: F32, F16, BF16, F64, F8_E4M3, F8_E5M2, F8_E8M0, U8",
+                "unknown safetensors dtype 'F7'",
+                "supported: F32",
             ],
         );
         assert_refused(
             one(r#"{"dtype":7,"shape":[1],"data_offsets":[0,1]}"#, &[0]),
-            &["dtype is a number"],
+            &["tensor 't'", "invalid type: integer `7`"],
         );
         for shape in ["[-1]", "[1.5]", "\"2\"", "[[1]]", "null"] {
             assert_refused(
@@ -1266,10 +1346,7 @@ mod tests {
                     &format!(r#"{{"dtype":"U8","shape":{shape},"data_offsets":[0,1]}}"#),
                     &[0],
                 ),
-                &[
-                    "tensor 't'",
-                    "shape must be a list of non-negative integers",
-                ],
+                &["tensor 't'", "malformed entry", "an entry is"],
             );
         }
         for off in ["[0]", "[0,1,2]", "[-1,1]", "[0,1.0]", "{}"] {
@@ -1278,10 +1355,7 @@ mod tests {
                     &format!(r#"{{"dtype":"U8","shape":[1],"data_offsets":{off}}}"#),
                     &[0],
                 ),
-                &[
-                    "tensor 't'",
-                    "data_offsets must be two non-negative integers",
-                ],
+                &["tensor 't'", "malformed entry", "an entry is"],
             );
         }
         assert_refused(
