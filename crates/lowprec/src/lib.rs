@@ -41,6 +41,7 @@
 //! | [`metrics`] | relative error, SQNR, max abs error, ulp error |
 //! | [`stats`] | mergeable error statistics: SQNR, cosine, RMSE, NMSE, percentiles, exact to merge |
 //! | [`report`] | the quantization report: every tensor × scheme, bits per element and error; built-in tensors |
+//! | [`layer_group`] | tensor names to layer groups (embeddings, attention, MLP, norms, yours) and the report's totals per group |
 //! | [`range`] | range-safe binary32: precision record, block exponents, coefficients, pairwise / prefix / scaled-square sums, a soliton solver that proves them |
 //! | [`simd`] | runtime instruction-set dispatch and the hand-written vector kernels |
 //!
@@ -59,6 +60,7 @@ pub mod format;
 pub mod ggml;
 pub mod int;
 pub mod io;
+pub mod layer_group;
 pub mod metrics;
 pub mod ops;
 pub mod quant;

@@ -275,6 +275,44 @@ impl Histogram {
         r
     }
 
+    /// The elements counted: the exact ones ([`Histogram::zeros`]) and those in the bins.
+    pub fn count(&self) -> u64 {
+        self.zeros + self.counts.iter().sum::<u64>()
+    }
+
+    /// The bins of the nonzero errors in increasing order, as `(lower edge, upper edge,
+    /// count)`: bin `[2^e (1 + t/8), 2^e (1 + (t+1)/8))`, 8 per binade, from the lowest bin
+    /// holding an element to the highest (the empty bins between included, with count 0;
+    /// nothing for a histogram of exact elements only). The exact elements are
+    /// [`Histogram::zeros`], outside every bin.
+    ///
+    /// ```
+    /// use lowprec::stats::ErrorStats;
+    /// // errors 0, 0.25, 0.25, 0.375
+    /// let s = ErrorStats::of(&[1.0f64, 1.25, 2.25, 3.375], &[1.0, 1.0, 2.0, 3.0]);
+    /// assert_eq!(s.hist.zeros, 1);
+    /// let bins: Vec<(f64, f64, u64)> = s.hist.bins().collect();
+    /// assert_eq!(bins[0], (0.25, 0.28125, 2)); // [2^-2, 2^-2 · 9/8)
+    /// assert_eq!(bins.last(), Some(&(0.375, 0.40625, 1))); // [2^-2 · 12/8, 2^-2 · 13/8)
+    /// assert_eq!(bins.len(), 5);
+    /// ```
+    pub fn bins(&self) -> impl Iterator<Item = (f64, f64, u64)> + '_ {
+        let first = self.counts.iter().position(|&c| c != 0);
+        let last = self.counts.iter().rposition(|&c| c != 0);
+        let range = match (first, last) {
+            (Some(a), Some(b)) => a..b + 1,
+            _ => 0..0,
+        };
+        self.counts[range.clone()]
+            .iter()
+            .zip(range)
+            .map(move |(&c, i)| {
+                let b = self.lo as i64 + i as i64;
+                let (e, t) = ((b >> 3) - BIN_BIAS as i64, (b & 7) as f64);
+                (ldexp(1.0 + t / 8.0, e), ldexp(1.0 + (t + 1.0) / 8.0, e), c)
+            })
+    }
+
     /// The `p`-quantile (`0 < p ≤ 1`) of the errors: the upper edge of the bin holding the
     /// `⌈p · n⌉`-th smallest; 0 when that one is exact; NaN when there is no element.
     pub fn quantile(&self, p: f64) -> f64 {
@@ -921,6 +959,59 @@ mod tests {
             .filter(|(_, &c)| c != 0)
             .map(|(i, &c)| (s.hist.lo + i as u32, c))
             .collect()
+    }
+
+    #[test]
+    fn bins_hold_each_error_between_their_edges() {
+        let x: Vec<f64> = (0..5000)
+            .map(|i| ((i as f64) * 0.731).sin() * 40.0)
+            .collect();
+        let q: Vec<f64> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                if i % 7 == 0 {
+                    *v
+                } else {
+                    (v * 16.0).round() / 16.0
+                }
+            })
+            .collect();
+        let s = ErrorStats::of(&q, &x);
+        let bins: Vec<(f64, f64, u64)> = s.hist.bins().collect();
+        // contiguous, increasing, 8 per binade, the outer ones nonempty
+        assert!(bins.windows(2).all(|w| w[0].1 == w[1].0 && w[0].0 < w[1].0));
+        assert!(bins[0].2 > 0 && bins[bins.len() - 1].2 > 0);
+        assert!(bins
+            .iter()
+            .all(|b| b.1 / b.0 <= 1.125 && b.1 / b.0 > 1.0625));
+        // every error counted in the bin whose edges bracket it
+        let (zeros, direct) = direct_bins(&q, &x);
+        assert_eq!(s.hist.zeros, zeros);
+        assert_eq!(s.hist.count(), s.n);
+        let mut want = vec![0u64; bins.len()];
+        for (a, b) in q.iter().zip(&x) {
+            let d = (a - b).abs();
+            if d != 0.0 {
+                let i = bins.iter().position(|&(lo, hi, _)| lo <= d && d < hi);
+                want[i.expect("a bin holds it")] += 1;
+            }
+        }
+        assert_eq!(bins.iter().map(|b| b.2).collect::<Vec<_>>(), want);
+        assert_eq!(
+            bins.iter().filter(|b| b.2 > 0).count(),
+            direct.len(),
+            "{direct:?}"
+        );
+        // merged histograms: the union of the bins; exact elements only: no bin
+        let m = s.hist.merge(&s.hist);
+        assert_eq!(
+            m.bins().map(|b| b.2).collect::<Vec<_>>(),
+            want.iter().map(|c| 2 * c).collect::<Vec<_>>()
+        );
+        let exact = ErrorStats::of(&[1.0f64; 3], &[1.0; 3]);
+        assert_eq!((exact.hist.bins().count(), exact.hist.count()), (0, 3));
+        assert_eq!(Histogram::default().bins().count(), 0);
     }
 
     #[test]

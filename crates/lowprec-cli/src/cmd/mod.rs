@@ -42,6 +42,8 @@ pub mod p3109;
 pub mod plot;
 pub mod quantize;
 pub mod report;
+pub mod report_groups;
+pub mod report_plot;
 pub mod round;
 pub mod schemes;
 pub mod sharded;

@@ -3,10 +3,12 @@
 //! files or a built-in set of tensors that look like LLM weights and activations; with
 //! `--reference`, the error of whole files (a GGUF's Q4_K_M tensors) against a reference.
 
+use super::{report_groups, report_plot};
 use crate::table::Table;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use lowprec::io::checkpoint::{self, Checkpoint};
+use lowprec::layer_group::{self, GroupTotal, LayerGroups};
 use lowprec::report::{self, Method, Row, Tensor, Values};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -18,8 +20,8 @@ pub use lowprec::report::DEFAULT_SCHEMES;
 /// Arguments of `lowprec report`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
-  lowprec report model.safetensors -s mxfp4 -s nvfp4 -s int4:group=128
-  lowprec report model.gguf -s gguf:Q4_0 -s mxfp4 -s nvfp4:convention=te
+  lowprec report model.safetensors -s mxfp4 -s nvfp4 -s int4:group=128 --plot report.svg
+  lowprec report model.gguf -s gguf:Q4_0 -s nvfp4 --summary --group 'first=blk.0.*'
   lowprec report --reference model-f16.gguf model-q4_0.gguf -s gguf:Q8_0")]
 pub struct Args {
     /// `.npy`, `.npz`, `.safetensors` or `.gguf` files, or sharded safetensors checkpoints (a folder,
@@ -45,16 +47,35 @@ pub struct Args {
     /// Leave out the tensors whose names match one of these glob patterns (repeatable).
     #[arg(long)]
     pub exclude: Vec<String>,
-    /// Print CSV (the --json fields, one line per tensor and scheme, then the totals)
-    /// instead of tables.
+    /// Print CSV (the --json fields, one line per tensor and scheme, then the totals; with
+    /// --summary the totals, then one line per layer group and scheme whose `tensor` is
+    /// `(group:NAME)`) instead of tables.
     #[arg(long, conflicts_with = "json")]
     pub csv: bool,
-    /// Print JSON (one record per tensor and scheme, plus the totals) instead of tables.
+    /// Print JSON (one record per tensor and scheme, plus the totals; with --summary no
+    /// tensor records, and `groups`: the totals per layer group and scheme, with `group` and
+    /// `tensors` fields) instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Only the per-scheme totals, not every tensor.
+    /// Only the totals, not every tensor: per scheme, then per layer group and scheme (the
+    /// groups of --group, then embeddings, attention, mlp, norms and other, from the
+    /// tensors' names; groups without a tensor left out; when every tensor is in one group,
+    /// a line says which).
     #[arg(long)]
     pub summary: bool,
+    /// A layer group of your own for --summary: `NAME=GLOB[,GLOB…]` (repeatable; globs on
+    /// tensor names as --include, case-sensitive), tried in order before the default groups
+    /// (`lowprec::layer_group::DEFAULT_GROUPS`: case-insensitive name patterns), e.g.
+    /// `--group 'first=*.layers.0.*'`.
+    #[arg(long = "group", value_name = "NAME=GLOB[,GLOB…]")]
+    pub groups: Vec<String>,
+    /// Also write an SVG chart: (a) the SQNR of every tensor in checkpoint order, one line
+    /// per scheme (a row with an error or an infinite SQNR leaves a gap); (b) over all
+    /// tensors, the cumulative share of elements whose |q − x| is at most x (log axis, from
+    /// the totals' histograms, 8 bins per binade; exact elements included), one line per
+    /// scheme. Written atomically, beside the tables, --json or --csv.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Also the cosine similarity, RMSE, NMSE and the p50 / p99 / p99.9 of the absolute
     /// error (always in --json).
     #[arg(long)]
@@ -232,7 +253,7 @@ fn csv(rows: &[Row], totals: &[Row]) -> String {
     out
 }
 
-fn fmt_pct(v: f64) -> String {
+pub(super) fn fmt_pct(v: f64) -> String {
     if v == 0.0 {
         "0".into()
     } else {
@@ -242,7 +263,7 @@ fn fmt_pct(v: f64) -> String {
 
 /// A figure as printed: `n/a` where it is NaN (nothing was compared: every reference NaN
 /// or ±Inf), else `text`.
-fn na(text: String, v: f64) -> String {
+pub(super) fn na(text: String, v: f64) -> String {
     if v.is_nan() {
         "n/a".to_string()
     } else {
@@ -252,6 +273,7 @@ fn na(text: String, v: f64) -> String {
 
 /// Run `lowprec report`.
 pub fn run(a: &Args) -> Result<ExitCode> {
+    let (groups, plot) = outputs_checked(a)?;
     let schemes: Vec<(String, Method)> = if a.schemes.is_empty() && a.reference.is_none() {
         report::schemes(&DEFAULT_SCHEMES)?
             .into_iter()
@@ -359,14 +381,64 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         .collect();
     let tensors_len = seen;
     let totals = report::totals(&rows, &labels);
+    let group_totals = if a.summary {
+        layer_group::group_totals(&rows, &labels, &groups)
+    } else {
+        vec![]
+    };
+    if let Some(p) = plot {
+        let names: Vec<String> = labels.iter().map(|(l, _)| l.clone()).collect();
+        report_plot::write(p, &rows, &names, &totals)?;
+    }
+    print_outputs(a, &rows, &totals, &group_totals, tensors_len)?;
+    if let Some(p) = plot {
+        super::flush_stdout()?;
+        errln!("plot written to {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Check the options of the outputs before any tensor is read: `--group`'s specs and
+/// `--plot`'s path.
+fn outputs_checked(a: &Args) -> Result<(LayerGroups, Option<&PathBuf>)> {
+    let groups = report_groups::parse(&a.groups)?;
+    if let Some(p) = &a.plot {
+        let inputs: Vec<&std::path::Path> = a
+            .reference
+            .iter()
+            .chain(&a.files)
+            .map(PathBuf::as_path)
+            .collect();
+        report_plot::check_target(p, &inputs)?;
+    }
+    Ok((groups, a.plot.as_ref()))
+}
+
+/// Print the report: tables, `--json` or `--csv` (with `--summary` the totals and the
+/// layer groups only).
+fn print_outputs(
+    a: &Args,
+    rows: &[Row],
+    totals: &[Row],
+    group_totals: &[GroupTotal],
+    tensors_len: usize,
+) -> Result<()> {
     if a.json {
-        let v = serde_json::json!({"tensors": if a.summary { vec![] } else { json(&rows) }, "totals": json(&totals)});
+        let mut v = serde_json::json!({"tensors": if a.summary { vec![] } else { json(rows) }, "totals": json(totals)});
+        if a.summary {
+            v["groups"] = serde_json::to_value(report_groups::json(group_totals, JsonRow::from))?;
+        }
         outln!("{}", serde_json::to_string_pretty(&v)?)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(());
     }
     if a.csv {
-        out!("{}", csv(if a.summary { &[] } else { &rows[..] }, &totals))?;
-        return Ok(ExitCode::SUCCESS);
+        let tail: Vec<Row> = totals
+            .iter()
+            .chain(report_groups::rows(group_totals))
+            .cloned()
+            .collect();
+        out!("{}", csv(if a.summary { &[] } else { rows }, &tail))?;
+        return Ok(());
     }
     let mut header = vec![
         "tensor",
@@ -420,7 +492,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         t.render()
     };
     if !a.summary {
-        out!("{}", render(&rows))?;
+        out!("{}", render(rows))?;
         outln!()?;
     }
     outln!(
@@ -428,6 +500,10 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         tensors_len,
         totals.first().map_or(0, |r| r.elements)
     )?;
-    out!("{}", render(&totals))?;
-    Ok(ExitCode::SUCCESS)
+    out!("{}", render(totals))?;
+    if a.summary {
+        outln!()?;
+        out!("{}", report_groups::text(group_totals, a.wide))?;
+    }
+    Ok(())
 }
