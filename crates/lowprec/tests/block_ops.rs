@@ -419,7 +419,7 @@ fn value_blocks(f: &FloatFormat) -> Vec<Vec<f64>> {
             .map(|j| {
                 let m = 1.0 + (rnd(7, t * 64 + 2 + j) % 1000) as f64 / 1000.0;
                 let e = e_hi - (rnd(8, t * 64 + j) % 12) as i32;
-                let s = if rnd(9, t * 64 + j) % 2 == 0 {
+                let s = if rnd(9, t * 64 + j).is_multiple_of(2) {
                     1.0
                 } else {
                     -1.0

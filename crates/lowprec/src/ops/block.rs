@@ -602,15 +602,10 @@ pub fn max_abs_finite(x: &[f64]) -> f64 {
         if v.is_nan() {
             continue;
         }
-        m = if m.is_nan() {
-            a
-        } else if m.is_infinite() && a.is_finite() {
-            a
-        } else if a.is_finite() && a > m {
-            a
-        } else {
-            m
-        };
+        let replace = m.is_nan() || (a.is_finite() && (m.is_infinite() || a > m));
+        if replace {
+            m = a;
+        }
     }
     m
 }
