@@ -81,6 +81,8 @@ enum Command {
     Calc(cmd::calc::Args),
     /// An operation (Add, FMA, Sqrt, Compare…, P3109 and IEEE 754) over .npy arrays, each element rounded once.
     Op(cmd::op::Args),
+    /// P3109 block operations: BlockDotProduct, BlockReduceAdd, ConvertToBlock(MaxAbsFinite), ConvertFromBlock, κ of an accumulator.
+    Block(cmd::block::Args),
     /// The full table of an operation on an 8-bit format (65,536 pairs) as CSV, and an SVG heat map.
     Table(cmd::table_op::Args),
     /// IEEE P3109: the draft's minimum conformance set checked against the exact reference.
@@ -153,6 +155,7 @@ fn main() -> ExitCode {
         Command::Verify(a) => cmd::verify::run(&a),
         Command::Calc(a) => cmd::calc::run(&a),
         Command::Op(a) => cmd::op::run(&a),
+        Command::Block(a) => cmd::block::run(&a),
         Command::Table(a) => cmd::table_op::run(&a),
         Command::P3109(a) => cmd::p3109::run(&a),
         Command::Accumulate(a) => cmd::accumulate::run(&a),

@@ -29,6 +29,7 @@ macro_rules! errln {
 
 pub mod accumulate;
 pub mod bench;
+pub mod block;
 pub mod calc;
 pub mod decode;
 pub mod dequantize;

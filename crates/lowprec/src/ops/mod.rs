@@ -38,6 +38,7 @@
 //! assert_eq!(f32::from_bits(r.code.unwrap() as u32), 0.15234375);
 //! ```
 
+pub mod block;
 pub mod project;
 pub mod reference;
 mod table;
