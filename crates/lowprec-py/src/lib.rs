@@ -25,7 +25,7 @@ use lowprec::{
 };
 use numpy::ndarray::IxDyn;
 use numpy::{
-    Element, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray2, PyReadonlyArrayDyn,
+    Element, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArrayDyn,
     PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyValueError;
@@ -1783,6 +1783,148 @@ fn ops_apply<'py>(
     Ok((codes.into_any(), d))
 }
 
+/// A block of the Python API: `(scale format, scale code, element format, codes)`.
+type PyBlock<'py> = (String, u64, String, PyReadonlyArray1<'py, u64>);
+
+/// The formats and codes of a [`PyBlock`].
+fn block_parts<'a>(b: &'a PyBlock<'_>) -> PyResult<(FloatFormat, u64, FloatFormat, &'a [u64])> {
+    let codes = b.3.as_slice().map_err(|_| {
+        PyValueError::new_err("block codes must be a contiguous 1-D uint64 array")
+    })?;
+    Ok((format_of(&b.0)?, b.1, format_of(&b.2)?, codes))
+}
+
+/// The accumulator of an approximate block operation (`acc` a format name, `method`
+/// sequential / pairwise / kahan), or `None` for the exact operation.
+fn block_acc(acc: Option<&str>, method: &str) -> PyResult<Option<AccumOptions>> {
+    acc.map(|a| {
+        Ok(AccumOptions::new(format_of(a)?).method(method.parse::<Method>().map_err(err)?))
+    })
+    .transpose()
+}
+
+/// BlockDotProduct and BlockReduceAdd (`lowprec::ops::block`): `b` `None` reduces `a`;
+/// `acc` `None` computes the exact result rounded once, else the accumulator's value (an
+/// `acc` accumulator, `method` order) projected into `out`. The result code (`None` for a
+/// NaN in a format without one) and the flags.
+#[pyfunction]
+#[pyo3(signature = (a, b, out, rounding="rne", saturation="none", draft="d1", acc=None, method="sequential", random=0))]
+#[allow(clippy::too_many_arguments)]
+fn ops_block<'py>(
+    py: Python<'py>,
+    a: PyBlock<'py>,
+    b: Option<PyBlock<'py>>,
+    out: &str,
+    rounding: &str,
+    saturation: &str,
+    draft: &str,
+    acc: Option<&str>,
+    method: &str,
+    random: u32,
+) -> PyResult<(Option<u64>, u8)> {
+    use lowprec::ops::block::{self as blk, Block};
+    let out_f = format_of(out)?;
+    let prj = projection(rounding, saturation, draft)?;
+    let acc = block_acc(acc, method)?;
+    let (sf, sc, ef, codes) = block_parts(&a)?;
+    let a = Block::new(sf, sc, ef, codes);
+    let b = b.as_ref().map(block_parts).transpose()?;
+    let r = py.allow_threads(|| match (b, acc) {
+        (Some((sf, sc, ef, codes)), None) => {
+            blk::block_dot_product(&a, &Block::new(sf, sc, ef, codes), &out_f, &prj, random)
+        }
+        (Some((sf, sc, ef, codes)), Some(o)) => blk::block_dot_product_approx(
+            &a,
+            &Block::new(sf, sc, ef, codes),
+            &out_f,
+            &prj,
+            &o,
+            random,
+        ),
+        (None, None) => blk::block_reduce_add(&a, &out_f, &prj, random),
+        (None, Some(o)) => blk::block_reduce_add_approx(&a, &out_f, &prj, &o, random),
+    });
+    let o = r.map_err(err)?;
+    Ok((o.code, o.flags))
+}
+
+/// ConvertToBlock with the caller's scale (`scale` a code of `scale_format`), or with
+/// `scale` `None` ConvertToBlockMaxAbsFinite (`target` `one` as the draft or `max-finite`,
+/// the scale rounded toward +∞ with SatFinite): `(scale code, uint64 element codes)`.
+#[pyfunction]
+#[pyo3(signature = (x, format, scale_format, scale=None, target="one", rounding="rne", saturation="none", draft="d1", seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn ops_to_block<'py>(
+    py: Python<'py>,
+    x: PyReadonlyArray1<'py, f64>,
+    format: &str,
+    scale_format: &str,
+    scale: Option<u64>,
+    target: &str,
+    rounding: &str,
+    saturation: &str,
+    draft: &str,
+    seed: u64,
+) -> PyResult<(u64, Bound<'py, PyArray1<u64>>)> {
+    use lowprec::ops::block::{self as blk, ScaleRule, ScaleTarget};
+    let (ef, sf) = (format_of(format)?, format_of(scale_format)?);
+    let prj = projection(rounding, saturation, draft)?;
+    let x = x
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("x must be a contiguous 1-D float64 array"))?;
+    let rnd = Random::Seeded {
+        seed,
+        index_offset: 0,
+    };
+    let r = match scale {
+        Some(s) => py
+            .allow_threads(|| blk::convert_to_block(x, s, &sf, &ef, &prj, rnd))
+            .map(|(c, _)| (s, c)),
+        None => {
+            let target = ScaleTarget::parse(target).ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "unknown scale target `{target}`; use one (the draft) or max-finite"
+                ))
+            })?;
+            let rule = ScaleRule {
+                target,
+                ..ScaleRule::default()
+            };
+            py.allow_threads(|| blk::convert_to_block_max_abs_finite(x, &ef, &sf, &rule, &prj, rnd))
+                .map(|(s, c, _)| (s, c))
+        }
+    };
+    let (s, codes) = r.map_err(err)?;
+    Ok((s, PyArray1::from_vec(py, codes)))
+}
+
+/// ConvertFromBlock: each `scale · x_i` exact, projected once into `out` (uint64 codes).
+#[pyfunction]
+#[pyo3(signature = (block, out, rounding="rne", saturation="none", draft="d1", seed=0))]
+fn ops_from_block<'py>(
+    py: Python<'py>,
+    block: PyBlock<'py>,
+    out: &str,
+    rounding: &str,
+    saturation: &str,
+    draft: &str,
+    seed: u64,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    use lowprec::ops::block::{self as blk, Block};
+    let out_f = format_of(out)?;
+    let prj = projection(rounding, saturation, draft)?;
+    let (sf, sc, ef, codes) = block_parts(&block)?;
+    let b = Block::new(sf, sc, ef, codes);
+    let rnd = Random::Seeded {
+        seed,
+        index_offset: 0,
+    };
+    let (c, _) = py
+        .allow_threads(|| blk::convert_from_block(&b, &out_f, &prj, rnd))
+        .map_err(err)?;
+    Ok(PyArray1::from_vec(py, c))
+}
+
 /// Every result of a one- or two-operand operation on formats of at most 8 bits
 /// (`lowprec::ops::full_table`): uint64 codes at `(a << bits_b) | b`. A NaN result in a
 /// format without NaN is a `ValueError` naming the operands' codes.
@@ -1967,6 +2109,9 @@ fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops_queries,
         ops_literals,
         ops_apply,
+        ops_block,
+        ops_to_block,
+        ops_from_block,
         ops_table,
         ggml_types,
         ggml_dequantize,

@@ -39,6 +39,7 @@ __all__ = [
     "compare_equal", "compare_greater", "compare_greater_equal", "total_order", "is_zero",
     "is_one", "is_nan", "is_infinite", "is_finite", "is_sign_minus", "is_normal",
     "is_subnormal", "class_of", "next_greater_than", "next_less_than",
+    "block_dot_product", "block_reduce_add", "convert_to_block", "convert_from_block",
 ]
 
 #: The classes of :func:`class_of` (``Class``), by result index (``ClsNegativeZero`` only in
@@ -447,3 +448,65 @@ next_greater_than = _op("next_greater_than", "NextGreaterThan", "x",
 next_less_than = _op("next_less_than", "NextLessThan", "x",
                      "The next value below `x` in its own format (the result format is the "
                      "operand's).")
+
+
+# ---------------------------------------------------------------------------------------
+# block operations (P3109 §5): a block is (scale format, scale code, element format, codes)
+# ---------------------------------------------------------------------------------------
+
+def _block(block, what):
+    """A block argument as the core takes it: ``(scale_format, scale_code, format, codes)``."""
+    try:
+        sf, sc, ef, codes = block
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} must be a tuple (scale_format, scale_code, format, codes)") from None
+    return (_spec(sf), int(sc), _spec(ef), np.ascontiguousarray(codes, dtype=np.uint64).ravel())
+
+
+def _decoded(code, out):
+    return float("nan") if code is None else float(_lowprec.decode(np.array([code], np.uint64), out)[0])
+
+
+def block_dot_product(a, b, out, rounding="rne", saturation="none", draft="d1", acc=None,
+                      method="sequential", codes_out=False):
+    """BlockDotProduct: ``Σ (s_a·a_i)(s_b·b_i)`` computed exactly and rounded once into `out`
+    (blocks ``(scale_format, scale_code, format, codes)``); with `acc` (``"fp16"``,
+    ``"fp32"``, …) the products are instead summed in that accumulator (`method`
+    sequential / pairwise / kahan) as hardware does, the accumulator's value rounded into
+    `out`. The value (the code with ``codes_out=True``; None for a NaN into a format without
+    one)."""
+    out = _spec(out)
+    code, _ = _lowprec.ops_block(_block(a, "a"), _block(b, "b"), out, rounding, saturation,
+                                 draft, None if acc is None else _spec(acc), method)
+    return code if codes_out else _decoded(code, out)
+
+
+def block_reduce_add(block, out, rounding="rne", saturation="none", draft="d1", acc=None,
+                     method="sequential", codes_out=False):
+    """BlockReduceAdd: ``Σ s·x_i`` computed exactly and rounded once into `out` (or, with
+    `acc`, accumulated as :func:`block_dot_product` does)."""
+    out = _spec(out)
+    code, _ = _lowprec.ops_block(_block(block, "block"), None, out, rounding, saturation, draft,
+                                 None if acc is None else _spec(acc), method)
+    return code if codes_out else _decoded(code, out)
+
+
+def convert_to_block(x, format, scale_format="binary8p1uf", scale=None, target="one",
+                     rounding="rne", saturation="none", draft="d1", seed=0):
+    """ConvertToBlock: each ``x_i / s`` rounded once into `format`, `s` the caller's scale
+    code `scale` of `scale_format`; with ``scale=None`` ConvertToBlockMaxAbsFinite, the scale
+    from the largest finite magnitude (`target` ``"one"``: the draft's rule, the smallest
+    scale at least max|x|; ``"max-finite"``: max|x| maps to the format's largest finite
+    value). Returns ``(scale code, uint64 element codes)``."""
+    x = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    return _lowprec.ops_to_block(x, _spec(format), _spec(scale_format), scale, target, rounding,
+                                 saturation, draft, seed)
+
+
+def convert_from_block(block, out="fp64", rounding="rne", saturation="none", draft="d1",
+                       codes_out=False):
+    """ConvertFromBlock: each ``s·x_i`` exact, rounded once into `out` (float64 values; the
+    codes with ``codes_out=True``)."""
+    out = _spec(out)
+    codes = _lowprec.ops_from_block(_block(block, "block"), out, rounding, saturation, draft)
+    return codes if codes_out else _lowprec.decode(codes, out).astype(np.float64)
