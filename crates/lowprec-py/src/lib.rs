@@ -25,8 +25,8 @@ use lowprec::{
 };
 use numpy::ndarray::IxDyn;
 use numpy::{
-    Element, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyReadonlyArrayDyn,
-    PyUntypedArrayMethods,
+    Element, PyArray1, PyArrayDyn, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
+    PyReadonlyArrayDyn, PyUntypedArrayMethods,
 };
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -291,7 +291,10 @@ fn round_exact<'py>(
         values.push(f.round_exact(&x, &oi));
         codes.push(f.encode_exact(&x, &oi).map_err(err)?);
     }
-    Ok((PyArray1::from_vec(py, values), PyArray1::from_vec(py, codes)))
+    Ok((
+        PyArray1::from_vec(py, values),
+        PyArray1::from_vec(py, codes),
+    ))
 }
 
 /// The values of `codes` in `format` as float64.
@@ -669,7 +672,8 @@ fn code_formats(s: &Scheme) -> (Option<String>, Option<String>) {
         lowprec::scheme::Element::Float(f) => Some(f.spec()),
         lowprec::scheme::Element::Int(_) => None,
     };
-    let scale = (s.rule != lowprec::scheme::Rule::None && s.scale.bits() <= 8).then(|| s.scale.spec());
+    let scale =
+        (s.rule != lowprec::scheme::Rule::None && s.scale.bits() <= 8).then(|| s.scale.spec());
     (element, scale)
 }
 
@@ -990,8 +994,7 @@ fn report<'py>(
             "no tensors to report on: give a dict of name → array, a file, or None for the built-in set",
         ));
     }
-    let rows =
-        py.allow_threads(|| core_report::method_rows(&tensors, &methods, basis, |_, _| {}));
+    let rows = py.allow_threads(|| core_report::method_rows(&tensors, &methods, basis, |_, _| {}));
     rows_out(py, &rows, &methods, totals)
 }
 
@@ -1079,7 +1082,12 @@ fn report_finish<'py>(
 /// Quantize one shard into the folder `out_dir` ([`lowprec::io::sharded::quantize_shard`]):
 /// `True` when written, `False` when its output already held `scheme` (kept).
 #[pyfunction]
-fn quantize_shard(py: Python<'_>, shard: PathBuf, scheme: &str, out_dir: PathBuf) -> PyResult<bool> {
+fn quantize_shard(
+    py: Python<'_>,
+    shard: PathBuf,
+    scheme: &str,
+    out_dir: PathBuf,
+) -> PyResult<bool> {
     let s = Scheme::parse(scheme).map_err(err)?;
     let d = py
         .allow_threads(|| {
@@ -1094,7 +1102,12 @@ fn quantize_shard(py: Python<'_>, shard: PathBuf, scheme: &str, out_dir: PathBuf
 /// scheme in its metadata ([`lowprec::io::sharded::write_index`]); then remove the
 /// temporary files that killed writers left there.
 #[pyfunction]
-fn write_shard_index(py: Python<'_>, out_dir: PathBuf, shards: Vec<String>, scheme: &str) -> PyResult<usize> {
+fn write_shard_index(
+    py: Python<'_>,
+    out_dir: PathBuf,
+    shards: Vec<String>,
+    scheme: &str,
+) -> PyResult<usize> {
     let s = Scheme::parse(scheme).map_err(err)?;
     py.allow_threads(|| {
         let outs: Vec<PathBuf> = shards.iter().map(|n| out_dir.join(n)).collect();
@@ -1111,7 +1124,12 @@ fn write_shard_index(py: Python<'_>, out_dir: PathBuf, shards: Vec<String>, sche
 /// Quantize a checkpoint (a file, or a sharded folder / index into the folder `output`,
 /// resuming an interrupted run): `(shards written, shards kept)`.
 #[pyfunction]
-fn quantize_checkpoint(py: Python<'_>, path: PathBuf, scheme: &str, output: PathBuf) -> PyResult<(usize, usize)> {
+fn quantize_checkpoint(
+    py: Python<'_>,
+    path: PathBuf,
+    scheme: &str,
+    output: PathBuf,
+) -> PyResult<(usize, usize)> {
     let s = Scheme::parse(scheme).map_err(err)?;
     py.allow_threads(|| lowprec::io::sharded::quantize(&path, &s, &output, |_, _, _| {}))
         .map_err(err)
@@ -1788,19 +1806,18 @@ type PyBlock<'py> = (String, u64, String, PyReadonlyArray1<'py, u64>);
 
 /// The formats and codes of a [`PyBlock`].
 fn block_parts<'a>(b: &'a PyBlock<'_>) -> PyResult<(FloatFormat, u64, FloatFormat, &'a [u64])> {
-    let codes = b.3.as_slice().map_err(|_| {
-        PyValueError::new_err("block codes must be a contiguous 1-D uint64 array")
-    })?;
+    let codes = b
+        .3
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("block codes must be a contiguous 1-D uint64 array"))?;
     Ok((format_of(&b.0)?, b.1, format_of(&b.2)?, codes))
 }
 
 /// The accumulator of an approximate block operation (`acc` a format name, `method`
 /// sequential / pairwise / kahan), or `None` for the exact operation.
 fn block_acc(acc: Option<&str>, method: &str) -> PyResult<Option<AccumOptions>> {
-    acc.map(|a| {
-        Ok(AccumOptions::new(format_of(a)?).method(method.parse::<Method>().map_err(err)?))
-    })
-    .transpose()
+    acc.map(|a| Ok(AccumOptions::new(format_of(a)?).method(method.parse::<Method>().map_err(err)?)))
+        .transpose()
 }
 
 /// BlockDotProduct and BlockReduceAdd (`lowprec::ops::block`): `b` `None` reduces `a`;
