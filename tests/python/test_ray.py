@@ -142,4 +142,4 @@ def test_bad_input_exits_2_with_one_line(tmp_path, ckpt):
     with pytest.raises(ValueError, match="not a floating tensor"):
         lowprec._lowprec.report_partial(str(ckpt), ["nope"])
     with pytest.raises(ValueError, match="report_partial"):
-        lowprec._lowprec.report_finish([b"lprows01" + b"\xff" * 8])
+        lowprec._lowprec.report_finish([b"lprows02" + b"\xff" * 8])

@@ -166,6 +166,26 @@ pub struct Row {
 }
 
 impl Row {
+    /// The row's binary64 figures in the order of `lowprec report --csv` / `--json`: bits per
+    /// element, relative error, SQNR dB, cosine, RMSE, NMSE, max abs error, p50 / p99 /
+    /// p99.9 abs error, saturated share, flushed share.
+    pub fn figures(&self) -> [f64; 12] {
+        [
+            self.bits_per_element,
+            self.rel_error,
+            self.sqnr_db,
+            self.cosine,
+            self.rmse,
+            self.nmse,
+            self.max_abs_error,
+            self.p50,
+            self.p99,
+            self.p999,
+            self.saturated_share,
+            self.flushed_share,
+        ]
+    }
+
     /// A row of the figures of `stats`.
     fn fill(&mut self, stats: ErrorStats) {
         self.rel_error = stats.rel_error();
@@ -799,8 +819,8 @@ pub fn checkpoint_rows(
     Ok(rows)
 }
 
-/// A tag that starts the bytes of [`rows_to_bytes`] (format version 1).
-const ROWS_MAGIC: &[u8; 8] = b"lprows01";
+/// A tag that starts the bytes of [`rows_to_bytes`] (format version 2).
+const ROWS_MAGIC: &[u8; 8] = b"lprows02";
 
 /// Rows as bytes, every field and the unrounded statistics included, so that rows computed
 /// in other processes ([`checkpoint_rows`] in a Ray task) come back equal
@@ -823,7 +843,12 @@ pub fn rows_to_bytes(rows: &[Row]) -> Vec<u8> {
         for v in [r.elements, r.nan, r.saturated, r.flushed] {
             put_u64(&mut out, v);
         }
-        for v in row_figures(r) {
+        for v in [
+            r.bits_per_element,
+            r.saturated_share,
+            r.flushed_share,
+            r.bits_total,
+        ] {
             put_u64(&mut out, v.to_bits());
         }
         match &r.error {
@@ -838,25 +863,6 @@ pub fn rows_to_bytes(rows: &[Row]) -> Vec<u8> {
     out
 }
 
-/// The binary64 figures of a row, in the order [`rows_to_bytes`] writes them.
-fn row_figures(r: &Row) -> [f64; 13] {
-    [
-        r.bits_per_element,
-        r.rel_error,
-        r.sqnr_db,
-        r.cosine,
-        r.rmse,
-        r.nmse,
-        r.max_abs_error,
-        r.p50,
-        r.p99,
-        r.p999,
-        r.saturated_share,
-        r.flushed_share,
-        r.bits_total,
-    ]
-}
-
 /// The rows of [`rows_to_bytes`].
 ///
 /// # Errors
@@ -866,7 +872,7 @@ pub fn rows_from_bytes(b: &[u8]) -> Result<Vec<Row>> {
     let mut w = Wire::new(b);
     if w.take(8).ok() != Some(&ROWS_MAGIC[..]) {
         return Err(Error::BadFile(
-            "not serialized report rows (they start with `lprows01`); pass the bytes that \
+            "not serialized report rows (they start with `lprows02`); pass the bytes that \
              report_partial / rows_to_bytes returned, unchanged"
                 .into(),
         ));
@@ -888,30 +894,27 @@ pub fn rows_from_bytes(b: &[u8]) -> Result<Vec<Row>> {
         let scheme = text(&mut w)?;
         let mut r = Row::empty(&tensor, shape, &scheme, w.u64()?);
         (r.nan, r.saturated, r.flushed) = (w.u64()?, w.u64()?, w.u64()?);
-        let mut f = [0f64; 13];
-        for v in f.iter_mut() {
-            *v = f64::from_bits(w.u64()?);
-        }
-        [
+        (
             r.bits_per_element,
-            r.rel_error,
-            r.sqnr_db,
-            r.cosine,
-            r.rmse,
-            r.nmse,
-            r.max_abs_error,
-            r.p50,
-            r.p99,
-            r.p999,
             r.saturated_share,
             r.flushed_share,
             r.bits_total,
-        ] = f;
+        ) = (
+            f64::from_bits(w.u64()?),
+            f64::from_bits(w.u64()?),
+            f64::from_bits(w.u64()?),
+            f64::from_bits(w.u64()?),
+        );
         r.error = match w.take(1)?[0] {
             0 => None,
             _ => Some(text(&mut w)?),
         };
-        r.stats = ErrorStats::read_from(&mut w)?;
+        let stats = ErrorStats::read_from(&mut w)?;
+        // every other figure is a function of the statistics (an error row has none)
+        match r.error {
+            None => r.fill(stats),
+            Some(_) => r.stats = stats,
+        }
         rows.push(r);
     }
     if !w.is_empty() {
@@ -1013,10 +1016,8 @@ mod tests {
                 (x.elements, x.nan, x.saturated, x.flushed),
                 (y.elements, y.nan, y.saturated, y.flushed)
             );
-            assert_eq!(
-                row_figures(x).map(f64::to_bits),
-                row_figures(y).map(f64::to_bits)
-            );
+            assert_eq!(x.figures().map(f64::to_bits), y.figures().map(f64::to_bits));
+            assert_eq!(x.bits_total.to_bits(), y.bits_total.to_bits());
             assert_eq!(x.stats, y.stats);
         }
         assert_eq!(rows_to_bytes(&back), rows_to_bytes(&r));

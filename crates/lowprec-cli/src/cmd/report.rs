@@ -224,21 +224,7 @@ fn csv(rows: &[Row], totals: &[Row]) -> String {
     );
     for r in rows.iter().chain(totals) {
         let shape = shape_text(&r.shape);
-        let nums = [
-            r.bits_per_element,
-            r.rel_error,
-            r.sqnr_db,
-            r.cosine,
-            r.rmse,
-            r.nmse,
-            r.max_abs_error,
-            r.p50,
-            r.p99,
-            r.p999,
-            r.saturated_share,
-            r.flushed_share,
-        ]
-        .map(|v| format!("{v:?}"));
+        let nums = r.figures().map(|v| format!("{v:?}"));
         out.push_str(&format!(
             "{},{},{},{},{},{},{}\n",
             quote(&r.tensor),
