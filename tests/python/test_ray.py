@@ -139,6 +139,9 @@ def test_bad_input_exits_2_with_one_line(tmp_path, ckpt):
     r = subprocess.run([sys.executable, "-m", "lowprec.ray", "report", str(tmp_path / "missing"),
                         "--dry-run"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "missing" in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "lowprec.ray", "report", str(ckpt), "-s", "mxfp5"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "mxfp5" in r.stderr, r.stderr
     with pytest.raises(ValueError, match="not a floating tensor"):
         lowprec._lowprec.report_partial(str(ckpt), ["nope"])
     with pytest.raises(ValueError, match="report_partial"):

@@ -203,6 +203,11 @@ def _quantize_task(shard, scheme, out_dir, fault):
     return written
 
 
+def _check_schemes(schemes):
+    """Refuse an unknown scheme here, in one line, before any task is sent."""
+    _lowprec.report([("probe", np.zeros((1, 256), np.float32))], None, schemes, False)
+
+
 def _init(ray, address):
     if not ray.is_initialized():
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
@@ -222,6 +227,7 @@ def report(path, schemes=None, totals=True, per="tensor", include=(), exclude=()
     if dry_run:
         return plan(path, schemes, per, include, exclude, workers, measure_rates(schemes))
     p = plan(path, schemes, per, include, exclude, workers)
+    _check_schemes(schemes)
     ray = _ray()
     _init(ray, address)
     task = ray.remote(num_cpus=num_cpus, max_retries=max_retries)(_report_task)
@@ -241,6 +247,7 @@ def quantize(path, scheme, output, address=None, max_retries=3, num_cpus=1, dry_
     if dry_run:
         return plan(path, [scheme], "shard", workers=workers, rates=measure_rates([scheme]))
     p = plan(path, [scheme], "shard", workers=workers)
+    _check_schemes([str(scheme)])
     output = os.path.abspath(os.fspath(output))
     os.makedirs(output, exist_ok=True)
     ray = _ray()
