@@ -37,7 +37,9 @@
 //! # Ok::<(), lowprec::Error>(())
 //! ```
 
-use super::{exact_of, family_p3109, project, wide, Counts, Exact, Op, Outcome, Projection};
+use super::{
+    check_random, exact_of, family_p3109, project, wide, Counts, Exact, Op, Outcome, Projection,
+};
 use super::{Random, Rounding, Saturation, INVALID, NAN};
 use crate::accum::{accumulate, AccumOptions};
 use crate::error::{Error, Result};
@@ -434,27 +436,6 @@ fn random_of(random: &Random<'_>, nbits: u32, i: usize) -> u32 {
             crate::round::random_bits(*seed, index_offset + i as u64) >> (32 - nbits)
         }
     }
-}
-
-fn check_random(random: &Random<'_>, n: usize, prj: &Projection) -> Result<()> {
-    let nbits = prj.rounding.random_bits();
-    if let Random::Given(r) = random {
-        if nbits > 0 && r.len() != n {
-            return Err(Error::InvalidArgument(format!(
-                "{} random words for {n} elements; give one per element",
-                r.len()
-            )));
-        }
-        if nbits > 0 && nbits < 32 {
-            if let Some(bad) = r.iter().find(|&&x| x >> nbits != 0) {
-                return Err(Error::InvalidArgument(format!(
-                    "random word {bad} is not below 2^{nbits}; give N-bit values for {}",
-                    prj.rounding.name()
-                )));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Codes and counts of projected elements; an error names the first NaN result in a format

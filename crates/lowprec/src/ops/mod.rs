@@ -930,6 +930,34 @@ pub enum Random<'a> {
 /// Elements per parallel task.
 const CHUNK: usize = 1 << 14;
 
+/// Caller-given random words: one per element, each below `2^N` for the stochastic
+/// rounding's `N` (the check of every elementwise and block operation).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] naming the count or the first word out of range.
+pub(crate) fn check_random(random: &Random<'_>, n: usize, prj: &Projection) -> Result<()> {
+    let Random::Given(r) = random else {
+        return Ok(());
+    };
+    if r.len() != n {
+        return Err(Error::InvalidArgument(format!(
+            "{} random words for {n} elements; give one per element",
+            r.len()
+        )));
+    }
+    let nbits = prj.rounding.random_bits();
+    if nbits > 0 && nbits < 32 {
+        if let Some(bad) = r.iter().find(|&&x| x >> nbits != 0) {
+            return Err(Error::InvalidArgument(format!(
+                "random word {bad} is not below 2^{nbits}; give N-bit values for {}",
+                prj.rounding.name()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// An operation over arrays of codes (every operand the same length as `out_codes`).
 ///
 /// Deterministic roundings of operations whose operands are all at most 8 bits wide (up to
@@ -964,23 +992,8 @@ pub fn apply(
             o.1.len()
         )));
     }
+    check_random(&random, n, prj)?;
     let nbits = prj.rounding.random_bits();
-    if let Random::Given(r) = random {
-        if r.len() != n {
-            return Err(Error::InvalidArgument(format!(
-                "{} random words for {n} elements; give one per element",
-                r.len()
-            )));
-        }
-        if nbits > 0 && nbits < 32 {
-            if let Some(bad) = r.iter().find(|&&x| x >> nbits != 0) {
-                return Err(Error::InvalidArgument(format!(
-                    "random word {bad} is not below 2^{nbits}; give N-bit values for {}",
-                    prj.rounding.name()
-                )));
-            }
-        }
-    }
     let fmts: Vec<FloatFormat> = operands.iter().map(|o| o.0).collect();
     let p3109 = family_p3109(&fmts, out, op);
     let rnd = |i: usize| -> u32 {
