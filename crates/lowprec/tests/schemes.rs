@@ -161,6 +161,58 @@ fn banded_rotations_equal_the_whole_tensor() {
     }
 }
 
+/// TransformerEngine's NVFP4 on the blocks where its kernel could go wrong: zero blocks and
+/// −0, blocks whose E4M3 scale underflows to 0 (every nonzero element flushed), scales in
+/// E4M3's subnormal range (saturating elements), E2M1 midpoints hit exactly (a power-of-two
+/// encode scale and block scale), elements flushed beside a large one, and a last group of
+/// fewer than sixteen blocks: the kernels (with and without the rotation) equal the general
+/// engine in codes, scales and counts.
+#[test]
+fn transformer_engine_kernel_edge_blocks() {
+    let (rows, cols) = (33usize, 176usize);
+    let mut rng = common::Rng(11);
+    let amax = 2688.0f32 * 1024.0; // S = 2^-10 exactly
+    let mids = [
+        0.25f32, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, 0.5, 1.0, 3.0, 4.0, 7.0,
+    ];
+    let x: Vec<f32> = (0..rows * cols)
+        .map(|i| {
+            let (b, j) = (i / 16, i % 16);
+            let u = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
+            let sign = if rng.next_u64() % 3 == 0 { -1.0 } else { 1.0 };
+            match b % 8 {
+                0 if j % 5 == 1 => -0.0,
+                0 => 0.0,
+                1 if j == 3 && b == 9 => amax,
+                1 => u * 1e5,
+                2 => u * 1e-10, // the block scale underflows
+                3 => u * 24.0 + if j == 0 { 20.0 } else { 0.0 }, // a subnormal E4M3 scale
+                4 => u * 1e5,
+                // y = x / 256 exactly: the E2M1 midpoints and points themselves
+                5 => sign * 256.0 * mids[j % mids.len()].min(6.0),
+                6 => sign * u.abs() * 100.0,
+                _ => {
+                    if j == 7 {
+                        1000.0
+                    } else {
+                        u * 1e-3
+                    }
+                } // flushed beside a large one
+            }
+        })
+        .collect();
+    assert_eq!(x.iter().fold(0f32, |m, v| m.max(v.abs())), amax);
+    for name in ["nvfp4:convention=te", "rht16:bf16+nvfp4:convention=te"] {
+        let s = scheme(name);
+        check_general(&s, &x, &[rows, cols], name);
+        // the counts see what the blocks hold: flushed and saturated elements occur
+        let mut enc = s.encoded(&[rows, cols]).unwrap();
+        let mut c = vec![0u8; x.len()];
+        let k = s.encode_into(&x, &[rows, cols], &mut c, &mut enc).unwrap();
+        assert!(k.flushed > 0 && k.saturated > 0, "{name}: {k:?}");
+    }
+}
+
 fn check_general<I: lowprec::round::Float + Into<f64>>(
     s: &Scheme,
     x: &[I],

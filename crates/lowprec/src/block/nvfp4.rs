@@ -255,13 +255,17 @@ fn convert_into<I: Float, O: Float>(
     let (g, s_enc): (f32, f32) = match opts.convention {
         Convention::Seed => ((amax / 2688.0) as f32, 0.0),
         Convention::Torchao => ((amax as f32) / 2688.0f32, 0.0),
-        Convention::Te => {
-            let a = amax as f32;
-            let s = (2688.0f32 / a).min(f32::MAX);
-            let s = if a == 0.0 || s == 0.0 { 1.0 } else { s };
-            (1.0 / s, s)
-        }
+        Convention::Te => te_scale(amax),
     };
+    if opts.convention == Convention::Te && values.is_empty() && row_len.is_multiple_of(BLOCK) {
+        if let Some((saturated, flushed)) =
+            I::as_f32_slice(x).and_then(|x32| te_codes(x32, None, s_enc, codes, scales))
+        {
+            st.saturated = saturated;
+            st.flushed = flushed;
+            return Ok((g, st));
+        }
+    }
     let mut ctx = Ctx::new(opts.convention, g as f64);
     ctx.s_enc = s_enc;
     ctx.lookup = Lookup::new(bm, g as f64, &ctx.e4m3_vals);
@@ -272,6 +276,89 @@ fn convert_into<I: Float, O: Float>(
 }
 
 const CHUNK: usize = 4096;
+
+/// TransformerEngine's tensor scales of a tensor of largest magnitude `amax`: the decode
+/// scale `g = 1 ⊘ S` and the encode scale `S = min(2688 ⊘ amax, FLT_MAX)` (1 when `amax`
+/// is 0 or `S` underflows to 0).
+fn te_scale(amax: f64) -> (f32, f32) {
+    let a = amax as f32;
+    let s = (2688.0f32 / a).min(f32::MAX);
+    let s = if a == 0.0 || s == 0.0 { 1.0 } else { s };
+    (1.0 / s, s)
+}
+
+/// TE's codes and block scales of whole blocks of binary32 (after the rotation `rht`, when
+/// given) by the AVX-512 kernel, in parallel pieces for long inputs: `(saturated,
+/// flushed)`, or `None` (nothing written) without AVX-512.
+fn te_codes(
+    x: &[f32],
+    rht: Option<(&[f32; 16], f32)>,
+    s_enc: f32,
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Option<(u64, u64)> {
+    use rayon::prelude::*;
+    const PIECE: usize = 1 << 14;
+    let lut = lookup::lut_exact();
+    if x.len() < super::PARALLEL_MIN {
+        return crate::simd::te_codes(x, rht, s_enc, &lut, codes, scales);
+    }
+    x.par_chunks(PIECE)
+        .zip(codes.par_chunks_mut(PIECE))
+        .zip(scales.par_chunks_mut(PIECE / BLOCK))
+        .map(|((x, c), s)| crate::simd::te_codes(x, rht, s_enc, &lut, c, s))
+        .try_reduce(|| (0, 0), |a, b| Some((a.0 + b.0, a.1 + b.1)))
+}
+
+/// TE's NVFP4 codes of binary32 `x` (rows of `row_len`, a multiple of 16) after TE's
+/// 16-point Hadamard transform with signs `signs`, factor `k` and BF16 output
+/// (`rht16:bf16+nvfp4:convention=te`), without holding the rotated tensor: one pass rotates
+/// and keeps the largest magnitude (the tensor scale's source), the second rotates each
+/// group of blocks in registers and encodes it. `(g, status)` as [`nvfp4_encode_into`] of
+/// the rotated tensor gives them, or `None`, with nothing written, when there is no
+/// AVX-512 kernel, the rows do not hold whole blocks, or a rotated value is NaN or infinite
+/// (the general path then says which).
+pub(crate) fn rht16_te_codes(
+    x: &[f32],
+    row_len: usize,
+    signs: &[f32; 16],
+    k: f32,
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Option<(f32, BlockStatus)> {
+    use rayon::prelude::*;
+    let blocks = x.len() / BLOCK;
+    if x.is_empty()
+        || !row_len.is_multiple_of(BLOCK)
+        || !x.len().is_multiple_of(row_len.max(1))
+        || codes.len() != x.len()
+        || scales.len() != blocks
+    {
+        return None;
+    }
+    let piece_max = |p: &[f32]| crate::simd::rht16_bf16_max(p, signs, k);
+    let m = if x.len() >= super::PARALLEL_MIN {
+        x.par_chunks(1 << 14)
+            .map(piece_max)
+            .try_reduce(|| 0, |a, b| Some(a.max(b)))?
+    } else {
+        piece_max(x)?
+    };
+    let amax = f32::from_bits(m);
+    if !amax.is_finite() {
+        return None;
+    }
+    let (g, s_enc) = te_scale(amax as f64);
+    let (saturated, flushed) = te_codes(x, Some((signs, k)), s_enc, codes, scales)?;
+    let st = BlockStatus {
+        elements: x.len() as u64,
+        blocks: blocks as u64,
+        saturated,
+        flushed,
+        ..BlockStatus::default()
+    };
+    Some((g, st))
+}
 
 /// The per-block factors of a work item: the seed's divisor `s_b · g` (1 for a zero
 /// scale), its binary32 reciprocal (torchao: `RN32(RN32(1/g) / s_b)`), and the value scale.
@@ -339,6 +426,9 @@ struct Ctx {
     e4m3_64: Elem<f64>,
     /// The seed's binary32 lookup path, when it applies.
     lookup: Option<Lookup>,
+    /// The exact E2M1 quarter table ([`lookup::lut_exact`]): torchao's and TE's codes of
+    /// binary32 inputs, `y = |x| ⊗ m_k` rounded by table.
+    lut_exact: [u32; 32],
     e4m3: Rounder<f64>,
     e2m1: Rounder<f64>,
     e2m1_32: Rounder<f32>,
@@ -367,6 +457,7 @@ impl Ctx {
             fused32: Elem::new(&FloatFormat::FP4_E2M1).expect("E2M1 has a fused step"),
             e4m3_64: Elem::new(&FloatFormat::FP8_E4M3).expect("E4M3 has a fused step"),
             lookup: None,
+            lut_exact: lookup::lut_exact(),
             e4m3: Rounder::new(&FloatFormat::FP8_E4M3, &sat),
             e2m1: Rounder::new(&FloatFormat::FP4_E2M1, &sat),
             e2m1_32: Rounder::new(&FloatFormat::FP4_E2M1, &sat),
@@ -456,6 +547,20 @@ impl Ctx {
                 Convention::Te => self.te_mul(e as f32),
             };
         }
+        // torchao's and TE's codes of binary32 inputs: the product `|x| ⊗ m_k` of the
+        // element pass below and its E2M1 code by the exact quarter table (the same step,
+        // the same counts: `lookup`'s tests compare it with the fused step)
+        if let (true, Convention::Torchao | Convention::Te, Some(x32)) =
+            (v.is_empty(), self.conv, I::as_f32_slice(x))
+        {
+            let (saturated, flushed) =
+                lookup::e2m1_exact_blocks(&self.lut_exact, x32, BLOCK, fac32, &[], c, &mut []);
+            return BlockStatus {
+                saturated,
+                flushed: flushed + Self::zero_scale_flushed(sc, c, x),
+                ..BlockStatus::default()
+            };
+        }
         // values in binary32 lanes by a split scale where that is exact
         let (mut sp_s, mut sp_h) = ([Split::default(); STACK], vec![]);
         let sp = super::scratch(&mut sp_s, &mut sp_h, nblk, Split::default());
@@ -516,20 +621,24 @@ impl Ctx {
                         c,
                     ),
                 };
-                // TE's zero-scale blocks: every nonzero element has value 0 (flushed), the
-                // pass counted only those whose code is 0
-                let mut fl = fl;
-                for k in (0..nblk).filter(|&k| f.sc[k] == 0.0) {
-                    let r = k * BLOCK..(k + 1) * BLOCK;
-                    fl += (c[r.clone()].iter().zip(&x[r]))
-                        .filter(|(&c, e)| c & 7 != 0 && e.to_f64() != 0.0)
-                        .count() as u64;
-                }
                 st.saturated = sat;
-                st.flushed = fl;
+                st.flushed = fl + Self::zero_scale_flushed(f.sc, c, x);
             }
         }
         st
+    }
+
+    /// TE's zero-scale blocks: every nonzero element has value 0 (flushed); the element
+    /// pass counted only those whose code is 0, this counts the others.
+    fn zero_scale_flushed<I: Float>(sc: &[f64], c: &[u8], x: &[I]) -> u64 {
+        let mut fl = 0;
+        for k in (0..sc.len()).filter(|&k| sc[k] == 0.0) {
+            let r = k * BLOCK..(k + 1) * BLOCK;
+            fl += (c[r.clone()].iter().zip(&x[r]))
+                .filter(|(&c, e)| c & 7 != 0 && e.to_f64() != 0.0)
+                .count() as u64;
+        }
+        fl
     }
 
     /// The seed's pass over the elements `r` of `x` (whole blocks) by binary64 division.

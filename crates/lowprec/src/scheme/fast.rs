@@ -74,6 +74,40 @@ fn mx_options(s: &Scheme) -> Option<MxOptions> {
     })
 }
 
+/// TransformerEngine's rotation then NVFP4 (`rht16:bf16+nvfp4:convention=te` and any sign
+/// vector of 16), codes and scales of binary32 inputs, through the kernel that rotates in
+/// registers ([`nvfp4::rht16_te_codes`]); `None`: use the general path. `s` is the scheme
+/// without its rotation.
+pub(crate) fn rotated_te<I: Float, C: Code>(
+    s: &Scheme,
+    r: &super::axes::Rotation,
+    x: &[I],
+    shape: &[usize],
+    codes: &mut [C],
+    enc: &mut Encoded,
+) -> Option<Counts> {
+    let te = s.rounding == SATURATE
+        && s.element == Element::Float(FloatFormat::FP4_E2M1)
+        && s.blocks == Blocks::Group(nvfp4::BLOCK)
+        && s.scale == FloatFormat::FP8_E4M3
+        && matches!(s.rule, Rule::Amax { .. })
+        && s.second == Some(nvfp4::Convention::Te)
+        && r.size == 16
+        && r.bf16;
+    let x32 = I::as_f32_slice(x).filter(|_| te)?;
+    let signs: [f32; 16] = std::array::from_fn(|i| super::rotate::signs(r)[i] as f32);
+    let k = 1.0f32 / (r.size as f32).sqrt();
+    let row_len = shape.last().copied().unwrap_or(1);
+    let Scales::Codes(sc) = &mut enc.scales else {
+        return None;
+    };
+    let (g, st) = with_bytes(codes, x.len(), |c| {
+        nvfp4::rht16_te_codes(x32, row_len, &signs, k, c, sc)
+    })?;
+    enc.tensor_scale = Some(g);
+    Some(counts(st, 0))
+}
+
 /// Run the specialised kernel for `s`, if there is one (`None`: use the general engine).
 pub(crate) fn run<I: Float, C: Code>(
     s: &Scheme,

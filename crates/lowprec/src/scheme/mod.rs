@@ -727,6 +727,11 @@ impl Scheme {
             rotation: None,
             ..*self
         };
+        if specialised && values.is_empty() {
+            if let Some(c) = fast::rotated_te(&inner, r, x, shape, codes, enc) {
+                return Ok(c);
+            }
+        }
         if specialised && r.bf16 && inner.rounding.mode != crate::RoundingMode::Stochastic {
             if let Some(band_rows) = inner.band_rows(shape)? {
                 return inner.rotated_bands(r, band_rows, x, cols, values, codes, enc);

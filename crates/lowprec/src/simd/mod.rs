@@ -15,14 +15,16 @@
 
 pub(crate) mod cast16;
 mod e2m1;
+mod nvfp4te;
 mod probe;
 pub(crate) mod quarter;
 mod rht;
 mod scan;
 
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
+pub(crate) use nvfp4te::te_codes;
 pub use probe::{stream_probe, ProbeWord, Store};
-pub(crate) use rht::rht16_bf16;
+pub(crate) use rht::{rht16_bf16, rht16_bf16_max};
 pub(crate) use scan::{columns4, stream8};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
