@@ -142,6 +142,11 @@ fn banded_rotations_equal_the_whole_tensor() {
         "rht16:bf16+mxfp4",
         "rht32:bf16+fp8:group=128",
         "rht16:bf16+int4:group=32",
+        // the unrounded (binary64) rotations
+        "rht16+nvfp4",
+        "rht16+nvfp4:convention=te",
+        "rht32+mxfp4",
+        "had32+fp8:group=128",
     ] {
         let s = scheme(name).padded();
         for (rows, cols) in [(1024usize, 160usize), (9, 8192), (1000, 96)] {

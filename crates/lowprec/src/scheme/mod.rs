@@ -732,9 +732,13 @@ impl Scheme {
                 return Ok(c);
             }
         }
-        if specialised && r.bf16 && inner.rounding.mode != crate::RoundingMode::Stochastic {
+        if specialised && inner.rounding.mode != crate::RoundingMode::Stochastic {
             if let Some(band_rows) = inner.band_rows(shape)? {
-                return inner.rotated_bands(r, band_rows, x, cols, values, codes, enc);
+                return if r.bf16 {
+                    inner.rotated_bands::<I, O, C, f32>(r, band_rows, x, cols, values, codes, enc)
+                } else {
+                    inner.rotated_bands::<I, O, C, f64>(r, band_rows, x, cols, values, codes, enc)
+                };
             }
         }
         let mut v = vec![0f64; if values.is_empty() { 0 } else { x.len() }];
@@ -779,14 +783,15 @@ impl Scheme {
         Ok(Some(rows.div_ceil(tr) * tr))
     }
 
-    /// A scheme after TransformerEngine's BF16 rotation, band by band: each band of whole
+    /// A scheme after a rotation (`T`: binary32 for TransformerEngine's BF16 output, binary64
+    /// unrounded), band by band: each band of whole
     /// rows is rotated into a buffer of its own and quantized (and its values rotated back)
     /// while it is in cache, with the largest magnitude of the whole rotated tensor (a first
     /// pass that rotates and keeps only the maximum) for a second level. Nothing the size of
     /// the tensor is allocated; the results are those of the whole-tensor path (blocks do
     /// not cross bands, the tensor scale is the same; the tests compare them).
     #[allow(clippy::too_many_arguments)]
-    fn rotated_bands<I: Float, O: Float, C: Code>(
+    fn rotated_bands<I: Float, O: Float, C: Code, T: rotate::Rotated>(
         &self,
         r: &Rotation,
         band_rows: usize,
@@ -806,9 +811,9 @@ impl Scheme {
             Some(_) => {
                 let (t, i) = x
                     .par_chunks(band)
-                    .map_init(Vec::new, |buf: &mut Vec<f32>, xb| {
-                        buf.resize(xb.len(), 0.0);
-                        rotate::forward_bf16_into(r, xb, buf);
+                    .map_init(Vec::new, |buf: &mut Vec<T>, xb| {
+                        buf.resize(xb.len(), T::default());
+                        T::rotate_into(r, xb, buf);
                         (crate::block::max_abs(buf), crate::block::max_abs(xb))
                     })
                     .reduce(|| (0.0, 0.0), |a, b| (max(a.0, b.0), max(a.1, b.1)));
@@ -849,8 +854,8 @@ impl Scheme {
             .into_par_iter()
             .map(|(((((xb, vb), cb), scb), svb), zb)| {
                 let shape = [xb.len() / cols, cols];
-                let mut xr = vec![0f32; xb.len()];
-                rotate::forward_bf16_into(r, xb, &mut xr);
+                let mut xr = vec![T::default(); xb.len()];
+                T::rotate_into(r, xb, &mut xr);
                 let mut e = self.encoded(&shape)?;
                 let mut v = vec![0f64; vb.len()];
                 let fast = if v.is_empty() {

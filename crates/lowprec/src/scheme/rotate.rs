@@ -62,15 +62,130 @@ pub fn forward(r: &Rotation, x: &[f64], cols: usize) -> Vec<f64> {
     if r.bf16 {
         return forward_bf16(r, x).into_iter().map(f64::from).collect();
     }
+    let mut out = x.to_vec();
+    f64_blocks(r, &mut out, true);
+    out
+}
+
+/// Rotate whole blocks of `v` in place, binary64, unrounded: forward `v ⊗ s`, [`fwht`],
+/// `⊗ k`; inverse [`fwht`], `⊗ k ⊗ s` (`k = 1/√size`), compiled for the widest vector unit.
+fn f64_blocks(r: &Rotation, v: &mut [f64], forward: bool) {
+    f64_blocks_from::<f64>(r, &[], v, forward)
+}
+
+/// [`f64_blocks`] of `x` (converted to binary64 on the way; empty: `v` in place) into `v`.
+fn f64_blocks_from<I: crate::round::Float>(r: &Rotation, x: &[I], v: &mut [f64], forward: bool) {
     let s = signs(r);
     let k = 1.0 / (r.size as f64).sqrt();
-    let mut out = x.to_vec();
-    for b in out.chunks_mut(r.size) {
-        b.iter_mut().zip(&s).for_each(|(v, s)| *v *= s);
-        fwht(b);
-        b.iter_mut().for_each(|v| *v *= k);
+    crate::simd::dispatch(F64Blocks {
+        x,
+        v,
+        s: &s,
+        k,
+        forward,
+    })
+}
+
+/// See [`f64_blocks_from`].
+struct F64Blocks<'a, I> {
+    x: &'a [I],
+    v: &'a mut [f64],
+    s: &'a [f64],
+    k: f64,
+    forward: bool,
+}
+
+/// One butterfly stage `H` of [`fwht`] on a fixed-size block (nothing when `H ≥ N`): the
+/// lower of a pair takes `a + b`, the upper `a − b` (the same operations as the loop).
+#[inline(always)]
+fn stage<const N: usize, const H: usize>(b: &mut [f64; N]) {
+    if H >= N {
+        return;
     }
-    out
+    let mut o = [0f64; N];
+    for i in 0..N {
+        o[i] = if i & H == 0 {
+            b[i] + b[i ^ H]
+        } else {
+            b[i ^ H] - b[i]
+        };
+    }
+    *b = o;
+}
+
+impl<I: crate::round::Float> F64Blocks<'_, I> {
+    /// Blocks of a size known here: [`fwht`]'s additions stage by stage on a fixed-size
+    /// array (the same operations in the same order, so the same bits), vectorised.
+    #[inline(always)]
+    fn fixed<const N: usize>(self) {
+        let k = self.k;
+        let s: &[f64; N] = self.s.try_into().expect("N signs");
+        for (j, b) in self.v.chunks_exact_mut(N).enumerate() {
+            let b: &mut [f64; N] = b.try_into().expect("chunks of N");
+            if let Some(xb) = self.x.get(j * N..(j + 1) * N) {
+                for i in 0..N {
+                    b[i] = xb[i].to_f64();
+                }
+            }
+            if self.forward {
+                for i in 0..N {
+                    b[i] *= s[i];
+                }
+            }
+            stage::<N, 1>(b);
+            stage::<N, 2>(b);
+            stage::<N, 4>(b);
+            stage::<N, 8>(b);
+            stage::<N, 16>(b);
+            stage::<N, 32>(b);
+            stage::<N, 64>(b);
+            for i in 0..N {
+                b[i] = if self.forward {
+                    b[i] * k
+                } else {
+                    b[i] * k * s[i]
+                };
+            }
+        }
+    }
+}
+
+impl<I: crate::round::Float> crate::simd::Kernel for F64Blocks<'_, I> {
+    type Output = ();
+    #[inline(always)]
+    fn run(self) {
+        if !self.x.is_empty() && matches!(self.s.len(), 16 | 32 | 64 | 128) {
+            (self.v.iter_mut().zip(self.x)).for_each(|(o, v)| *o = v.to_f64());
+            if crate::simd::fwht_f64(self.v, self.s, self.k, self.forward) {
+                return;
+            }
+        } else if crate::simd::fwht_f64(self.v, self.s, self.k, self.forward) {
+            return;
+        }
+        match self.s.len() {
+            16 => self.fixed::<16>(),
+            32 => self.fixed::<32>(),
+            64 => self.fixed::<64>(),
+            128 => self.fixed::<128>(),
+            n => {
+                if !self.x.is_empty() {
+                    (self.v.iter_mut().zip(self.x)).for_each(|(o, v)| *o = v.to_f64());
+                }
+                for b in self.v.chunks_mut(n) {
+                    if self.forward {
+                        b.iter_mut().zip(self.s).for_each(|(v, s)| *v *= s);
+                        fwht(b);
+                        b.iter_mut().for_each(|v| *v *= self.k);
+                    } else {
+                        fwht(b);
+                        b.iter_mut()
+                            .zip(self.s)
+                            .for_each(|(v, s)| *v = *v * self.k * s);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// TransformerEngine's RHT arithmetic on inputs of any type: each input rounded to binary32,
@@ -91,6 +206,32 @@ pub fn forward_bf16<I: crate::round::Float>(r: &Rotation, x: &[I]) -> Vec<f32> {
         out.chunks_mut(piece).zip(x.chunks(piece)).for_each(run);
     }
     out
+}
+
+/// The type a rotation's output is held in, with the rotation of a piece of whole blocks
+/// into it: binary32 for TransformerEngine's BF16 output ([`forward_bf16_into`]), binary64
+/// for the unrounded rotation ([`forward_into`]).
+pub(crate) trait Rotated: crate::round::Float {
+    /// The rotation `r` of `x` (whole blocks) into `out` (as long), on the calling thread.
+    fn rotate_into<I: crate::round::Float>(r: &Rotation, x: &[I], out: &mut [Self]);
+}
+
+impl Rotated for f32 {
+    fn rotate_into<I: crate::round::Float>(r: &Rotation, x: &[I], out: &mut [f32]) {
+        forward_bf16_into(r, x, out)
+    }
+}
+
+impl Rotated for f64 {
+    fn rotate_into<I: crate::round::Float>(r: &Rotation, x: &[I], out: &mut [f64]) {
+        forward_into(r, x, out)
+    }
+}
+
+/// [`forward`] (not rounded) of a piece of whole blocks into `out` (as long), on the
+/// calling thread: the same operations in the same order, so the same bits.
+pub fn forward_into<I: crate::round::Float>(r: &Rotation, x: &[I], out: &mut [f64]) {
+    f64_blocks_from(r, x, out, true);
 }
 
 /// [`forward_bf16`] of a piece of whole blocks into `out` (as long), on the calling thread.
@@ -188,13 +329,8 @@ fn bf16_rne(v: f32) -> f32 {
 /// The inverse rotation of `y` (binary64, not rounded).
 pub fn inverse(r: &Rotation, y: &[f64], cols: usize) -> Vec<f64> {
     debug_assert!(cols.is_multiple_of(r.size));
-    let s = signs(r);
-    let k = 1.0 / (r.size as f64).sqrt();
     let mut out = y.to_vec();
-    for b in out.chunks_mut(r.size) {
-        fwht(b);
-        b.iter_mut().zip(&s).for_each(|(v, s)| *v = *v * k * s);
-    }
+    f64_blocks(r, &mut out, false);
     out
 }
 
@@ -291,6 +427,48 @@ mod tests {
             .iter()
             .zip(&want)
             .all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())));
+    }
+
+    /// The binary64 rotations of fixed sizes (vectorised arrays) are the plain loop's, bit
+    /// for bit, forward and inverse, on every instruction level.
+    #[test]
+    fn binary64_blocks_are_the_plain_loop() {
+        use crate::simd::{set_max_level, Level};
+        for size in [8usize, 16, 32, 64, 128, 256] {
+            let r = Rotation {
+                size,
+                signs: Signs::Seeded(size as u64),
+                bf16: false,
+            };
+            let x: Vec<f64> = (0..size * 12)
+                .map(|i| {
+                    let b = crate::round::random_bits(3, i as u64);
+                    ((b >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 2f64.powi((b % 61) as i32 - 30)
+                })
+                .collect();
+            let (s, k) = (signs(&r), 1.0 / (size as f64).sqrt());
+            let (mut fwd, mut inv) = (x.clone(), x.clone());
+            for b in fwd.chunks_mut(size) {
+                b.iter_mut().zip(&s).for_each(|(v, s)| *v *= s);
+                fwht(b);
+                b.iter_mut().for_each(|v| *v *= k);
+            }
+            for b in inv.chunks_mut(size) {
+                fwht(b);
+                b.iter_mut().zip(&s).for_each(|(v, s)| *v = *v * k * s);
+            }
+            let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            for level in [Level::Portable, Level::Avx2, Level::Avx512] {
+                set_max_level(level);
+                let (f, i) = (forward(&r, &x, size), inverse(&r, &x, size));
+                let mut f2 = vec![0.0; x.len()];
+                forward_into(&r, &x, &mut f2);
+                set_max_level(Level::Avx512);
+                assert_eq!(bits(&f), bits(&fwd), "size {size} {level:?} forward");
+                assert_eq!(bits(&f2), bits(&fwd), "size {size} {level:?} forward_into");
+                assert_eq!(bits(&i), bits(&inv), "size {size} {level:?} inverse");
+            }
+        }
     }
 
     #[test]

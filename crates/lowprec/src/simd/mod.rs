@@ -24,7 +24,7 @@ mod scan;
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
 pub(crate) use nvfp4te::te_codes;
 pub use probe::{stream_probe, ProbeWord, Store};
-pub(crate) use rht::{rht16_bf16, rht16_bf16_max};
+pub(crate) use rht::{fwht_f64, rht16_bf16, rht16_bf16_max};
 pub(crate) use scan::{columns4, stream8};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;

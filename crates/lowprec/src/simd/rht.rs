@@ -43,6 +43,24 @@ pub(crate) fn rht16_bf16_max(x: &[f32], s: &[f32; 16], k: f32) -> Option<u32> {
     None
 }
 
+/// The unrounded binary64 rotation of whole blocks of `v.len() / s.len()` in place, block
+/// sizes 16 to 128: forward `v ⊗ s`, the butterflies, `⊗ k`; inverse the butterflies, then
+/// `⊗ k ⊗ s`. The butterflies are `scheme::rotate::fwht`'s additions (lane shuffles for
+/// pairs within a vector of eight, whole vectors for the others), so the bits are its bits.
+/// `false`, with nothing written, without AVX-512 or for other sizes.
+pub(crate) fn fwht_f64(v: &mut [f64], s: &[f64], k: f64, forward: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if super::active() == super::Level::Avx512 && matches!(s.len(), 16 | 32 | 64 | 128) {
+        assert!(v.len().is_multiple_of(s.len()));
+        // SAFETY: AVX-512F was detected; every access goes through checked slices of the
+        // block size (a multiple of 8).
+        unsafe { x86::fwht_f64(v, s, k, forward) };
+        return true;
+    }
+    let _ = (v, s, k, forward);
+    false
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(super) mod x86 {
     use std::arch::x86_64::*;
@@ -99,6 +117,57 @@ pub(super) mod x86 {
         }
     }
 
+    /// One in-vector butterfly stage of binary64: `p` is `v` with lanes `i` and `i ^ h`
+    /// swapped; the lanes in `upper` take `p − v`, the others `v + p`.
+    #[inline(always)]
+    unsafe fn stage_pd(v: __m512d, p: __m512d, upper: __mmask8) -> __m512d {
+        _mm512_mask_blend_pd(upper, _mm512_add_pd(v, p), _mm512_sub_pd(p, v))
+    }
+
+    /// See [`super::fwht_f64`].
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn fwht_f64(v: &mut [f64], s: &[f64], k: f64, forward: bool) {
+        let n = s.len();
+        let regs = n / 8;
+        let kv = _mm512_set1_pd(k);
+        let mut r = [_mm512_setzero_pd(); 16];
+        for b in v.chunks_exact_mut(n) {
+            for (j, rj) in r[..regs].iter_mut().enumerate() {
+                let x = _mm512_loadu_pd(b[8 * j..8 * j + 8].as_ptr());
+                *rj = if forward {
+                    _mm512_mul_pd(x, _mm512_loadu_pd(s[8 * j..8 * j + 8].as_ptr()))
+                } else {
+                    x
+                };
+            }
+            for rj in r[..regs].iter_mut() {
+                let mut x = *rj;
+                x = stage_pd(x, _mm512_permute_pd::<0x55>(x), 0xaa);
+                x = stage_pd(x, _mm512_permutex_pd::<0x4e>(x), 0xcc);
+                x = stage_pd(x, _mm512_shuffle_f64x2::<0x4e>(x, x), 0xf0);
+                *rj = x;
+            }
+            let mut h = 1;
+            while h < regs {
+                for j in 0..regs {
+                    if j & h == 0 {
+                        let (a, c) = (r[j], r[j + h]);
+                        r[j] = _mm512_add_pd(a, c);
+                        r[j + h] = _mm512_sub_pd(a, c);
+                    }
+                }
+                h *= 2;
+            }
+            for (j, rj) in r[..regs].iter().enumerate() {
+                let mut x = _mm512_mul_pd(*rj, kv);
+                if !forward {
+                    x = _mm512_mul_pd(x, _mm512_loadu_pd(s[8 * j..8 * j + 8].as_ptr()));
+                }
+                _mm512_storeu_pd(b[8 * j..8 * j + 8].as_mut_ptr(), x);
+            }
+        }
+    }
+
     /// See [`super::rht16_bf16_max`].
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn fwht16_max(x: &[f32], s: &[f32; 16]) -> u32 {
@@ -122,11 +191,18 @@ mod tests {
     /// gives a NaN.
     #[test]
     fn the_rotated_maximum_is_the_rounded_maximum() {
-        let s: [f32; 16] =
-            std::array::from_fn(|i| if (0x5a3c_u32 >> i) & 1 == 1 { -1.0 } else { 1.0 });
+        let s: [f32; 16] = std::array::from_fn(|i| {
+            if (0x5a3c_u32 >> i) & 1 == 1 {
+                -1.0
+            } else {
+                1.0
+            }
+        });
         let mut state = 7u64;
         let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             state
         };
         for case in 0..400 {
