@@ -29,6 +29,10 @@ pub struct PairTable {
     /// result code (16 bits) | six 8-bit counters (inexact, overflow, underflow, invalid,
     /// saturated, NaN) each 0 or 1; `u64::MAX` where a NaN result has no code
     entries: Vec<u64>,
+    bits_a: u32,
+    /// For results of at most 8 bits that all have a code: `code | Σ flag_f · 2^(8+4f)`
+    /// (the six counters in 4-bit fields), the AVX-512 kernel's table.
+    narrow: Option<Vec<u32>>,
 }
 
 const NO_CODE: u64 = u64::MAX;
@@ -80,7 +84,7 @@ impl PairTable {
         let table = full_table(op, &[fa, fb], &out, prj)?;
         let nan = out.nan_code(false);
         let numeric = matches!(op.kind(), super::Kind::Numeric);
-        let entries = table
+        let entries: Vec<u64> = table
             .iter()
             .map(|o| match o.code {
                 Some(c) => pack(c, o.flags, numeric && Some(c) == nan),
@@ -91,10 +95,21 @@ impl PairTable {
             super::Kind::Numeric | super::Kind::SameFormat => out.bits(),
             super::Kind::Boolean | super::Kind::Class => 8,
         };
+        let narrow = (out_bits <= 8 && !entries.contains(&NO_CODE)).then(|| {
+            entries
+                .iter()
+                .map(|&e| {
+                    let bit = |s: u32| ((e >> s) & 1) as u32;
+                    (e & 0xff) as u32 | (0..6).map(|f| bit(16 + 8 * f) << (8 + 4 * f)).sum::<u32>()
+                })
+                .collect()
+        });
         Ok(PairTable {
             bits_b: fb.bits(),
             out_bits,
             entries,
+            bits_a: fa.bits(),
+            narrow,
         })
     }
 
@@ -170,6 +185,34 @@ impl PairTable {
                 "results of {} bits need apply_u16",
                 self.out_bits
             )));
+        }
+        if let (Some(t), true) = (&self.narrow, a.len() == out.len() && b.len() == out.len()) {
+            let task = |((a, b), o): ((&[u8], &[u8]), &mut [u8])| {
+                crate::simd::pair_u8(t, self.bits_a, self.bits_b, a, b, o)
+            };
+            let sums = if out.len() <= TASK {
+                task(((a, b), out))
+            } else {
+                a.par_chunks(TASK)
+                    .zip(b.par_chunks(TASK))
+                    .zip(out.par_chunks_mut(TASK))
+                    .map(task)
+                    .try_reduce(
+                        || [0u64; 6],
+                        |x, y| Some(std::array::from_fn(|i| x[i] + y[i])),
+                    )
+            };
+            if let Some(s) = sums {
+                return Ok(Counts {
+                    total: out.len() as u64,
+                    inexact: s[0],
+                    overflow: s[1],
+                    underflow: s[2],
+                    invalid: s[3],
+                    saturated: s[4],
+                    nan: s[5],
+                });
+            }
         }
         self.run(a, b, out, |c| c as u8)
     }

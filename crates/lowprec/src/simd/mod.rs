@@ -16,6 +16,7 @@
 pub(crate) mod cast16;
 mod e2m1;
 mod nvfp4te;
+mod pairs;
 mod probe;
 pub(crate) mod quarter;
 mod rht;
@@ -23,6 +24,7 @@ mod scan;
 
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
 pub(crate) use nvfp4te::te_codes;
+pub(crate) use pairs::pair_u8;
 pub use probe::{stream_probe, ProbeWord, Store};
 pub(crate) use rht::{fwht_f64, rht16_bf16, rht16_bf16_max};
 pub(crate) use scan::{columns4, stream8};
