@@ -1,5 +1,6 @@
 """lowprec.ops block operations (IEEE P3109 §5) against a plain reference in Python's
-Fractions: BlockDotProduct and BlockReduceAdd are the exact sum rounded once (nearest even by
+Fractions: BlockDotProduct and BlockReduceAdd are the exact sum rounded once (BlockReduceMultiply
+the exact product) (nearest even by
 search over the output format's values, SatFinite), ConvertToBlock / ConvertFromBlock
 round-trip, the max-abs-finite scale never overflows an element and is the smallest that
 does not, and an FP32 accumulator over two 4-bit products is exact."""
@@ -62,6 +63,42 @@ def test_block_dot_product_and_reduce_add_are_the_exact_sum_rounded_once(elem):
         total = sum(dec("binary8p1uf", sa) * dec(elem, x) for x in a)
         got = ops.block_reduce_add(A, "binary8p3se", saturation="finite", codes_out=True)
         assert got == nearest_even(total, "binary8p3se", 8)
+
+
+def test_block_reduce_multiply_is_the_exact_product_rounded_once():
+    rng = np.random.default_rng(11)
+    codes, v = values("binary8p4se", 8)
+    ok = codes[np.isfinite(v) & (np.abs(v) > 0.1) & (np.abs(v) < 10)]
+    for _ in range(100):
+        k = int(rng.integers(1, 9))
+        x = rng.choice(ok, k)
+        s = int(rng.integers(126, 130))
+        exact = Fraction(1)
+        for c in x:
+            exact *= dec("binary8p1uf", s) * dec("binary8p4se", c)
+        got = ops.block_reduce_multiply(("binary8p1uf", s, "binary8p4se", x), "binary8p3se",
+                                        saturation="finite", codes_out=True)
+        assert got == nearest_even(exact, "binary8p3se", 8), (x, s)
+
+
+def test_block_map_is_the_exact_operation_over_the_result_scale():
+    rng = np.random.default_rng(5)
+    codes, v = values("binary8p4se", 8)
+    ok = codes[np.isfinite(v)]
+    for _ in range(40):
+        a, b, c = rng.choice(ok, 16), rng.choice(ok, 16), rng.choice(ok, 16)
+        sa, sb, sc, sr = (int(s) for s in rng.integers(125, 131, 4))
+        blocks = [("binary8p1uf", sa, "binary8p4se", a), ("binary8p1uf", sb, "binary8p4se", b),
+                  ("binary8p1uf", sc, "binary8p4se", c)]
+        S = [dec("binary8p1uf", s) for s in (sa, sb, sc, sr)]
+        got = ops.block_map("FMA", blocks, ("binary8p1uf", sr), "binary8p3se",
+                            saturation="finite", codes_out=True)
+        for i in range(16):
+            exact = (S[0] * dec("binary8p4se", a[i]) * S[1] * dec("binary8p4se", b[i])
+                     + S[2] * dec("binary8p4se", c[i])) / S[3]
+            assert got[i] == nearest_even(exact, "binary8p3se", 8)
+    with pytest.raises(ValueError, match="power of two"):
+        ops.block_map("Add", blocks[:2], ("fp8-e4m3", 0x44), "fp32")
 
 
 def test_convert_to_and_from_block_and_the_max_abs_finite_scale():

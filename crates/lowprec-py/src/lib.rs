@@ -1820,12 +1820,13 @@ fn block_acc(acc: Option<&str>, method: &str) -> PyResult<Option<AccumOptions>> 
         .transpose()
 }
 
-/// BlockDotProduct and BlockReduceAdd (`lowprec::ops::block`): `b` `None` reduces `a`;
-/// `acc` `None` computes the exact result rounded once, else the accumulator's value (an
-/// `acc` accumulator, `method` order) projected into `out`. The result code (`None` for a
-/// NaN in a format without one) and the flags.
+/// BlockDotProduct, BlockReduceAdd and BlockReduceMultiply (`lowprec::ops::block`): `b`
+/// `None` reduces `a` (`multiply`: the product); `acc` `None` computes the exact result
+/// rounded once, else the accumulator's value (an `acc` accumulator, `method` order)
+/// projected into `out`. The result code (`None` for a NaN in a format without one) and the
+/// flags.
 #[pyfunction]
-#[pyo3(signature = (a, b, out, rounding="rne", saturation="none", draft="d1", acc=None, method="sequential", random=0))]
+#[pyo3(signature = (a, b, out, rounding="rne", saturation="none", draft="d1", acc=None, method="sequential", random=0, multiply=false))]
 #[allow(clippy::too_many_arguments)]
 fn ops_block<'py>(
     py: Python<'py>,
@@ -1838,8 +1839,14 @@ fn ops_block<'py>(
     acc: Option<&str>,
     method: &str,
     random: u32,
+    multiply: bool,
 ) -> PyResult<(Option<u64>, u8)> {
     use lowprec::ops::block::{self as blk, Block};
+    if multiply && (b.is_some() || acc.is_some()) {
+        return Err(PyValueError::new_err(
+            "BlockReduceMultiply takes one block and no accumulator: drop b and acc",
+        ));
+    }
     let out_f = format_of(out)?;
     let prj = projection(rounding, saturation, draft)?;
     let acc = block_acc(acc, method)?;
@@ -1858,6 +1865,7 @@ fn ops_block<'py>(
             &o,
             random,
         ),
+        (None, None) if multiply => blk::block_reduce_multiply(&a, &out_f, &prj, random),
         (None, None) => blk::block_reduce_add(&a, &out_f, &prj, random),
         (None, Some(o)) => blk::block_reduce_add_approx(&a, &out_f, &prj, &o, random),
     });
@@ -1938,6 +1946,46 @@ fn ops_from_block<'py>(
     };
     let (c, _) = py
         .allow_threads(|| blk::convert_from_block(&b, &out_f, &prj, rnd))
+        .map_err(err)?;
+    Ok(PyArray1::from_vec(py, c))
+}
+
+/// An elementwise block operation (§5.4, `lowprec::ops::block::block_elementwise`): `op` on
+/// the blocks (one per operand), into the result block of scale `result_scale`
+/// (`(scale_format, code)`): the uint64 element codes.
+#[pyfunction]
+#[pyo3(signature = (op, blocks, result_scale, out, rounding="rne", saturation="none", draft="d1", seed=0))]
+#[allow(clippy::too_many_arguments)]
+fn ops_block_map<'py>(
+    py: Python<'py>,
+    op: &str,
+    blocks: Vec<PyBlock<'py>>,
+    result_scale: (String, u64),
+    out: &str,
+    rounding: &str,
+    saturation: &str,
+    draft: &str,
+    seed: u64,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    use lowprec::ops::block::{self as blk, Block};
+    let o = op_of(op)?;
+    let out_f = format_of(out)?;
+    let prj = projection(rounding, saturation, draft)?;
+    let parts = blocks
+        .iter()
+        .map(block_parts)
+        .collect::<PyResult<Vec<_>>>()?;
+    let bs: Vec<Block> = parts
+        .iter()
+        .map(|&(sf, sc, ef, codes)| Block::new(sf, sc, ef, codes))
+        .collect();
+    let sr = (format_of(&result_scale.0)?, result_scale.1);
+    let rnd = Random::Seeded {
+        seed,
+        index_offset: 0,
+    };
+    let (c, _) = py
+        .allow_threads(|| blk::block_elementwise(o, &bs, sr, &out_f, &prj, &rnd))
         .map_err(err)?;
     Ok(PyArray1::from_vec(py, c))
 }
@@ -2129,6 +2177,7 @@ fn _lowprec(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops_block,
         ops_to_block,
         ops_from_block,
+        ops_block_map,
         ops_table,
         ggml_types,
         ggml_dequantize,

@@ -639,3 +639,251 @@ fn kappa_of_an_fp16_accumulator_is_at_least_one_with_a_witness() {
     assert_eq!(r.kappa, Kappa::Steps(0));
     assert_eq!(r.inputs, 15u64.pow(4));
 }
+
+/// BlockReduceMultiply: the exact product of the decoded elements rounded once, against the
+/// big-integer reference; blocks of two on every pair of Binary8p4se codes (into
+/// Binary8p3se), and random blocks of up to 8 elements of three formats into FP16 and
+/// Binary8p3se, under every deterministic projection; `0 · ∞` is NaN.
+#[test]
+fn reduce_multiply_against_big_integers() {
+    let (f, s8) = (FloatFormat::BINARY8P4SE, FloatFormat::BINARY8P1UF);
+    let b8 = grid(FloatFormat::BINARY8P3SE);
+    let pairs: u64 = (0..256u64)
+        .into_par_iter()
+        .map(|a| {
+            let mut n = 0;
+            for b in 0..256u64 {
+                let sc = 126 + (a * 3 + b) % 5; // scales 2^−2 … 2^2
+                let x = s8.decode(sc);
+                for prj in projections() {
+                    let r = block::block_reduce_multiply(
+                        &Block::new(s8, sc, f, &[a, b]),
+                        &b8.fmt,
+                        &prj,
+                        0,
+                    )
+                    .unwrap();
+                    let want = ref_project(
+                        &b8,
+                        ref_sum(&[vec![x, f.decode(a), x, f.decode(b)]]),
+                        &prj,
+                        true,
+                    );
+                    assert_eq!(r.code, want, "{a:#x}·{b:#x} scale {sc} {prj:?}");
+                    n += 1;
+                }
+            }
+            n
+        })
+        .sum();
+    assert_eq!(pairs, 65536 * 12);
+    let fp16 = grid(FloatFormat::FP16);
+    let cases = [
+        (FloatFormat::BINARY8P3SE, FloatFormat::BINARY8P1UF, 128u64),
+        (FloatFormat::BINARY8P4SE, FloatFormat::BINARY8P1UF, 128),
+        (FloatFormat::FP8_E4M3, FloatFormat::E8M0, 127),
+    ];
+    for (ci, (f, sf, one)) in cases.into_iter().enumerate() {
+        let p3109 = f.specials().is_p3109();
+        for t in 0..300u64 {
+            let seed = 77 + ci as u64;
+            let k = 1 + (rnd(seed, t * 50) % 8) as usize;
+            let codes: Vec<u64> = (0..k as u64)
+                .map(|j| rnd(seed, t * 50 + 1 + j) % (f.max_code() + 1))
+                .collect();
+            let sc = one - 3 + rnd(seed, t * 50 + 40) % 6;
+            let x = sf.decode(sc);
+            let factors: Vec<f64> = codes.iter().flat_map(|&c| [x, f.decode(c)]).collect();
+            for (out, g) in [(FloatFormat::FP16, &fp16), (b8.fmt, &b8)] {
+                let p3 = p3109 || out.specials().is_p3109();
+                for prj in projections() {
+                    let r =
+                        block::block_reduce_multiply(&Block::new(sf, sc, f, &codes), &out, &prj, 0)
+                            .unwrap();
+                    // an exact zero product in an IEEE-style format: the sign of the product
+                    let zero = factors.contains(&0.0)
+                        && !factors.iter().any(|v| v.is_nan() || v.is_infinite());
+                    let neg = factors.iter().filter(|v| v.is_sign_negative()).count() % 2 == 1;
+                    let want = if zero && !p3 {
+                        Some(if neg { out.sign_mask() } else { 0 })
+                    } else {
+                        ref_project(g, ref_sum(&[factors.clone()]), &prj, p3)
+                    };
+                    assert_eq!(r.code, want, "{f:?} {codes:?} scale {sc} → {out:?} {prj:?}");
+                }
+            }
+        }
+    }
+    // 0 · ∞ is an invalid NaN; an empty block is refused
+    let e5 = FloatFormat::FP8_E5M2;
+    let r = block::block_reduce_multiply(
+        &Block::new(FloatFormat::E8M0, 127, e5, &[0x7c, 0x00]),
+        &FloatFormat::FP16,
+        &Projection::default(),
+        0,
+    )
+    .unwrap();
+    assert!(FloatFormat::FP16.decode(r.code.unwrap()).is_nan());
+    assert!(block::block_reduce_multiply(
+        &Block::new(s8, 128, f, &[]),
+        &f,
+        &Projection::default(),
+        0
+    )
+    .is_err());
+}
+
+/// Elementwise block operations (§5.4): `Project(ωOp(S·X…) / s_r)`. Add, Subtract and
+/// Multiply on every pair of Binary8p4se codes (NaN and ±Inf included) with scales varying
+/// by pair, and FMA on random triples, against the big-integer reference of the exact
+/// result times `1/s_r`; every operation of the schema with unit scales equals the scalar
+/// operation on every pair (or sampled triples) of codes; special and bad result scales.
+#[test]
+fn elementwise_block_operations() {
+    use lowprec::ops::{self, Op};
+    let (f, s8) = (FloatFormat::BINARY8P4SE, FloatFormat::BINARY8P1UF);
+    let out = grid(FloatFormat::BINARY8P3SE);
+    let seeded = Random::Seeded {
+        seed: 0,
+        index_offset: 0,
+    };
+    let checked: u64 = (0..256u64)
+        .into_par_iter()
+        .map(|a| {
+            let mut n = 0;
+            for b in 0..256u64 {
+                let (sa, sb, sr) = (
+                    126 + (a + b) % 5,
+                    126 + (a * 5 + b) % 5,
+                    126 + (a + 3 * b) % 5,
+                );
+                let (xa, xb, t) = (s8.decode(sa), s8.decode(sb), 1.0 / s8.decode(sr));
+                let (va, vb) = (f.decode(a), f.decode(b));
+                for (op, terms) in [
+                    (Op::Add, vec![vec![xa, va, t], vec![xb, vb, t]]),
+                    (Op::Subtract, vec![vec![xa, va, t], vec![-1.0, xb, vb, t]]),
+                    (Op::Multiply, vec![vec![xa, va, xb, vb, t]]),
+                ] {
+                    for prj in projections() {
+                        let (ca, cb) = ([a], [b]);
+                        let (r, _) = block::block_elementwise(
+                            op,
+                            &[Block::new(s8, sa, f, &ca), Block::new(s8, sb, f, &cb)],
+                            (s8, sr),
+                            &out.fmt,
+                            &prj,
+                            &seeded,
+                        )
+                        .unwrap();
+                        let want = ref_project(&out, ref_sum(&terms), &prj, true);
+                        assert_eq!(
+                            Some(r[0]),
+                            want,
+                            "{op} {a:#x} {b:#x} scales {sa} {sb} {sr} {prj:?}"
+                        );
+                        n += 1;
+                    }
+                }
+            }
+            n
+        })
+        .sum();
+    assert_eq!(checked, 65536 * 3 * 12);
+    // FMA on random blocks of 16 against the reference
+    for t in 0..200u64 {
+        let pick = |j: u64| rnd(5, t * 64 + j) % 256;
+        let (x, y, z): (Vec<u64>, Vec<u64>, Vec<u64>) = (
+            (0..16).map(pick).collect(),
+            (16..32).map(pick).collect(),
+            (32..48).map(pick).collect(),
+        );
+        let (s1, s2, s3, sr) = (126 + t % 5, 126 + t % 3, 127 + t % 4, 125 + t % 7);
+        let v = |c: u64| s8.decode(c);
+        for prj in projections() {
+            let (r, _) = block::block_elementwise(
+                Op::Fma,
+                &[
+                    Block::new(s8, s1, f, &x),
+                    Block::new(s8, s2, f, &y),
+                    Block::new(s8, s3, f, &z),
+                ],
+                (s8, sr),
+                &out.fmt,
+                &prj,
+                &seeded,
+            )
+            .unwrap();
+            for i in 0..16 {
+                let terms = [
+                    vec![v(s1), f.decode(x[i]), v(s2), f.decode(y[i]), 1.0 / v(sr)],
+                    vec![v(s3), f.decode(z[i]), 1.0 / v(sr)],
+                ];
+                let want = ref_project(&out, ref_sum(&terms), &prj, true);
+                assert_eq!(Some(r[i]), want, "FMA {} {} {} {prj:?}", x[i], y[i], z[i]);
+            }
+        }
+    }
+    // unit scales: every operation of the schema is the scalar operation
+    let one = 128u64; // Binary8p1uf 1
+    let prj = Projection::new(Rounding::TowardZero, Saturation::Finite);
+    for op in block::ELEMENTWISE {
+        let tuples: Vec<Vec<u64>> = match op.arity() {
+            1 => (0..256).map(|a| vec![a]).collect(),
+            2 => (0..65536u64).map(|p| vec![p >> 8, p & 255]).collect(),
+            _ => (0..20000u64)
+                .map(|i| (0..3).map(|j| rnd(9, i * 3 + j) % 256).collect())
+                .collect(),
+        };
+        let cols: Vec<Vec<u64>> = (0..op.arity())
+            .map(|j| tuples.iter().map(|t| t[j]).collect())
+            .collect();
+        let blocks: Vec<Block> = cols.iter().map(|c| Block::new(s8, one, f, c)).collect();
+        let (r, _) =
+            block::block_elementwise(op, &blocks, (s8, one), &out.fmt, &prj, &seeded).unwrap();
+        for (i, t) in tuples.iter().enumerate() {
+            let operands: Vec<(FloatFormat, u64)> = t.iter().map(|&c| (f, c)).collect();
+            let want = ops::apply_scalar(op, &operands, &out.fmt, &prj, 0).unwrap();
+            assert_eq!(Some(r[i]), want.code, "{op} {t:?}");
+        }
+    }
+    // a zero result scale gives zeros; a scale that is not a power of two is refused
+    let (r, _) = block::block_elementwise(
+        Op::Add,
+        &[
+            Block::new(s8, one, f, &[0x44, 0xc4]),
+            Block::new(s8, one, f, &[0x40, 0x40]),
+        ],
+        (s8, 0),
+        &out.fmt,
+        &prj,
+        &seeded,
+    )
+    .unwrap();
+    assert_eq!(r, vec![0, 0]);
+    let e = block::block_elementwise(
+        Op::Add,
+        &[
+            Block::new(s8, one, f, &[0x44]),
+            Block::new(s8, one, f, &[0x40]),
+        ],
+        (FloatFormat::FP8_E4M3, 0x44), // 3
+        &out.fmt,
+        &prj,
+        &seeded,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("power of two"), "{e}");
+    let e = block::block_elementwise(
+        Op::CompareLess,
+        &[
+            Block::new(s8, one, f, &[0x44]),
+            Block::new(s8, one, f, &[0x40]),
+        ],
+        (s8, one),
+        &out.fmt,
+        &prj,
+        &seeded,
+    );
+    assert!(e.is_err());
+}

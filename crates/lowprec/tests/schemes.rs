@@ -184,7 +184,11 @@ fn transformer_engine_kernel_edge_blocks() {
         .map(|i| {
             let (b, j) = (i / 16, i % 16);
             let u = (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0;
-            let sign = if rng.next_u64().is_multiple_of(3) { -1.0 } else { 1.0 };
+            let sign = if rng.next_u64().is_multiple_of(3) {
+                -1.0
+            } else {
+                1.0
+            };
             match b % 8 {
                 0 if j % 5 == 1 => -0.0,
                 0 => 0.0,

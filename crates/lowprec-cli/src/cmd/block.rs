@@ -1,4 +1,4 @@
-//! `lowprec block dot|reduce|convert|from|kappa`: the P3109 draft's block operations (§5) on
+//! `lowprec block dot|reduce|convert|from|map|kappa`: the P3109 draft's block operations (§5) on
 //! blocks given on the command line, exact and rounded once, and κ (§4.4) of an approximate
 //! implementation with a low-precision accumulator.
 
@@ -6,7 +6,7 @@ use super::ProjectionArgs;
 use anyhow::{bail, Context, Result};
 use lowprec::accum::{AccumOptions, Method};
 use lowprec::ops::block::{self, Block, BlockOp, Inputs, KappaSpec, ScaleRule, ScaleTarget};
-use lowprec::ops::{flag, Outcome, Projection, Random, Rounding, Saturation};
+use lowprec::ops::{flag, Op, Outcome, Projection, Random, Rounding, Saturation};
 use lowprec::FloatFormat;
 use std::process::ExitCode;
 
@@ -14,7 +14,7 @@ use std::process::ExitCode;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:
   lowprec block dot 1,1.5,-1 1,1,0.5 --in binary8p4se --out fp32
-  lowprec block convert 3,-100,0.5 --to binary8p4se --target max-finite
+  lowprec block map Add --a 1,1.5 --b 0.5,3 --scales 2,1 --result-scale 2
   lowprec block kappa dot --in binary4p2sf --k 2 --acc fp16 --out binary8p3se
 
 A block is a scale (--scale-format, Binary8p1uf by default) and K elements; elements and
@@ -29,7 +29,8 @@ pub struct Args {
 pub enum Sub {
     /// BlockDotProduct: Σ (sa·a_i)(sb·b_i), exact, rounded once (or through an accumulator with --acc).
     Dot(DotArgs),
-    /// BlockReduceAdd: Σ s·x_i, exact, rounded once (or through an accumulator with --acc).
+    /// BlockReduceAdd: Σ s·x_i, exact, rounded once (or through an accumulator with --acc);
+    /// BlockReduceMultiply with --multiply: Π s·x_i, exact, rounded once.
     Reduce(ReduceArgs),
     /// ConvertToBlock (with --scale) or ConvertToBlockMaxAbsFinite (without): values into a block.
     Convert(ConvertArgs),
@@ -37,6 +38,43 @@ pub enum Sub {
     From(FromArgs),
     /// κ of BlockDotProduct or BlockReduceAdd summed in a low-precision accumulator.
     Kappa(KappaArgs),
+    /// An elementwise block operation (§5.4: Add, Multiply, FMA, Maximum, Sqrt, …):
+    /// ωOp(S₁·X₁ᵢ, …) exact, divided by the result scale, rounded once.
+    Map(MapArgs),
+}
+
+/// Arguments of `lowprec block map`.
+#[derive(clap::Args, Debug)]
+pub struct MapArgs {
+    /// The operation (P3109 name, e.g. Add, Multiply, FMA, MaximumNumber, Sqrt).
+    #[arg(value_parser = super::op::parse_op)]
+    pub op: Op,
+    /// The first block's elements (values, comma-separated).
+    #[arg(long, value_parser = parse_list, allow_hyphen_values = true)]
+    pub a: List,
+    /// The second block's elements (binary and ternary operations; as many as the first).
+    #[arg(long, value_parser = parse_list, allow_hyphen_values = true)]
+    pub b: Option<List>,
+    /// The third block's elements (FMA, FAA, Clamp).
+    #[arg(long, value_parser = parse_list, allow_hyphen_values = true)]
+    pub c: Option<List>,
+    /// The operand blocks' scales (values, comma-separated, one per block; default 1 each).
+    #[arg(long, value_parser = parse_list, allow_hyphen_values = true)]
+    pub scales: Option<List>,
+    /// The result block's scale (a value: a power of two, or 0, ±Inf, NaN).
+    #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
+    pub result_scale: f64,
+    /// The elements' format (every operand block's).
+    #[arg(long = "in", default_value = "binary8p4se")]
+    pub format: FloatFormat,
+    /// The scales' format (the operands' and the result's).
+    #[arg(long, default_value = "binary8p1uf")]
+    pub scale_format: FloatFormat,
+    /// The result elements' format.
+    #[arg(long, default_value = "binary8p4se")]
+    pub out: FloatFormat,
+    #[command(flatten)]
+    pub projection: ProjectionArgs,
 }
 
 /// A comma-separated list of numbers.
@@ -107,6 +145,9 @@ pub struct ReduceArgs {
     /// The scale (a value).
     #[arg(long, default_value_t = 1.0, allow_hyphen_values = true)]
     pub scale: f64,
+    /// BlockReduceMultiply: the product of the elements instead of their sum.
+    #[arg(long)]
+    pub multiply: bool,
     #[command(flatten)]
     pub common: Common,
 }
@@ -322,12 +363,21 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             let s = code_of(&c.scale_format, d.scale, "--scale")?;
             let b = Block::new(c.scale_format, s, c.format, &xc);
             let prj = c.projection.projection();
-            let r = match accum(c) {
-                None => block::block_reduce_add(&b, &c.out, &prj, 0)?,
-                Some(acc) => block::block_reduce_add_approx(&b, &c.out, &prj, &acc, 0)?,
+            let r = match (accum(c), d.multiply) {
+                (None, false) => block::block_reduce_add(&b, &c.out, &prj, 0)?,
+                (Some(acc), false) => block::block_reduce_add_approx(&b, &c.out, &prj, &acc, 0)?,
+                (None, true) => block::block_reduce_multiply(&b, &c.out, &prj, 0)?,
+                (Some(_), true) => bail!(
+                    "--acc models a low-precision sum; BlockReduceMultiply is the exact product rounded once: drop --acc"
+                ),
             };
             outln!(
-                "BlockReduceAdd of {} elements → {} ({}{}): {}",
+                "{} of {} elements → {} ({}{}): {}",
+                if d.multiply {
+                    "BlockReduceMultiply"
+                } else {
+                    "BlockReduceAdd"
+                },
                 xc.len(),
                 c.out.name(),
                 prj_name(&prj),
@@ -403,6 +453,76 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             )?;
             let vals: Vec<String> = codes.iter().map(|&c| d.out.shortest_decimal(c)).collect();
             outln!("{}", vals.join(", "))?;
+        }
+        Sub::Map(d) => {
+            let given: Vec<&List> = [Some(&d.a), d.b.as_ref(), d.c.as_ref()]
+                .into_iter()
+                .flatten()
+                .collect();
+            let n = given.len();
+            if n != d.op.arity() {
+                let need = match d.op.arity() {
+                    1 => "--a",
+                    2 => "--a and --b",
+                    _ => "--a, --b and --c",
+                };
+                bail!(
+                    "{} takes {} blocks and {n} were given; give {need}",
+                    d.op.name(),
+                    d.op.arity()
+                );
+            }
+            let scales = match &d.scales {
+                Some(l) if l.0.len() != n => bail!(
+                    "--scales gives {} scales for {n} blocks; give one per block",
+                    l.0.len()
+                ),
+                Some(l) => l.0.clone(),
+                None => vec![1.0; n],
+            };
+            let codes: Vec<Vec<u64>> = (given.iter().enumerate())
+                .map(|(j, l)| codes_of(&d.format, &l.0, &format!("block {}", j + 1)))
+                .collect::<Result<_>>()?;
+            let scodes: Vec<u64> = (scales.iter().enumerate())
+                .map(|(j, &v)| code_of(&d.scale_format, v, &format!("scale {}", j + 1)))
+                .collect::<Result<_>>()?;
+            let sr = code_of(&d.scale_format, d.result_scale, "--result-scale")?;
+            let blocks: Vec<Block> = (codes.iter().zip(&scodes))
+                .map(|(c, &s)| Block::new(d.scale_format, s, d.format, c))
+                .collect();
+            let prj = d.projection.projection();
+            let random = Random::Seeded {
+                seed: d.projection.seed,
+                index_offset: 0,
+            };
+            let (r, counts) = block::block_elementwise(
+                d.op,
+                &blocks,
+                (d.scale_format, sr),
+                &d.out,
+                &prj,
+                &random,
+            )?;
+            // the values themselves (binary64 shows every value of a format of ≤ 53 bits)
+            let vals: Vec<String> = r.iter().map(|&c| d.out.decode(c).to_string()).collect();
+            let hex: Vec<String> = r.iter().map(|c| format!("{c:#x}")).collect();
+            outln!(
+                "Block{} of {n} block(s) of {} → {} (result scale {}; {}):",
+                d.op.name(),
+                codes[0].len(),
+                d.out.name(),
+                d.scale_format.shortest_decimal(sr),
+                prj_name(&prj)
+            )?;
+            outln!("elements: {}", vals.join(", "))?;
+            outln!("codes: {}", hex.join(", "))?;
+            outln!(
+                "inexact {}, overflow {}, saturated {}, NaN {}",
+                counts.inexact,
+                counts.overflow,
+                counts.saturated,
+                counts.nan
+            )?;
         }
         Sub::Kappa(d) => {
             let s = code_of(&d.scale_format, d.scale, "--scale")?;

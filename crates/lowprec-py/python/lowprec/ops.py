@@ -39,7 +39,7 @@ __all__ = [
     "compare_equal", "compare_greater", "compare_greater_equal", "total_order", "is_zero",
     "is_one", "is_nan", "is_infinite", "is_finite", "is_sign_minus", "is_normal",
     "is_subnormal", "class_of", "next_greater_than", "next_less_than",
-    "block_dot_product", "block_reduce_add", "convert_to_block", "convert_from_block",
+    "block_dot_product", "block_reduce_add", "block_reduce_multiply", "block_map", "convert_to_block", "convert_from_block",
 ]
 
 #: The classes of :func:`class_of` (``Class``), by result index (``ClsNegativeZero`` only in
@@ -489,6 +489,31 @@ def block_reduce_add(block, out, rounding="rne", saturation="none", draft="d1", 
     code, _ = _lowprec.ops_block(_block(block, "block"), None, out, rounding, saturation, draft,
                                  None if acc is None else _spec(acc), method)
     return code if codes_out else _decoded(code, out)
+
+
+def block_reduce_multiply(block, out, rounding="rne", saturation="none", draft="d1",
+                          codes_out=False):
+    """BlockReduceMultiply: ``Π s·x_i`` computed exactly and rounded once into `out` (``0·∞``
+    is NaN; an exact zero product keeps the product's sign in IEEE-style formats)."""
+    out = _spec(out)
+    code, _ = _lowprec.ops_block(_block(block, "block"), None, out, rounding, saturation, draft,
+                                 None, "sequential", 0, True)
+    return code if codes_out else _decoded(code, out)
+
+
+def block_map(op, blocks, result_scale, out, rounding="rne", saturation="none", draft="d1",
+              seed=0, codes_out=False):
+    """An elementwise block operation (P3109 §5.4): ``op`` (``"Add"``, ``"Multiply"``,
+    ``"FMA"``, ``"MaximumNumber"``, ``"Sqrt"``, …) on the blocks (one per operand, each
+    ``(scale_format, scale_code, format, codes)``), each element's exact result divided by
+    the result scale (``(scale_format, code)``: a power of two, or 0, ±Inf, NaN) and rounded
+    once into `out`. The values (float64), or the codes with ``codes_out=True``."""
+    out = _spec(out)
+    bl = [_block(b, f"block {i}") for i, b in enumerate(blocks)]
+    sf, sc = result_scale
+    codes = _lowprec.ops_block_map(op, bl, (_spec(sf), int(sc)), out, rounding, saturation,
+                                   draft, seed)
+    return codes if codes_out else _lowprec.decode(codes, out).astype(np.float64)
 
 
 def convert_to_block(x, format, scale_format="binary8p1uf", scale=None, target="one",

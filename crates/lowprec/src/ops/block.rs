@@ -425,6 +425,237 @@ pub fn block_reduce_add(
     Ok(project(out, e, prj, p3109, random))
 }
 
+/// The exact result of BlockReduceMultiply, before its projection: the product of the
+/// decoded elements `s·x_i` (ωMultiply reduced from 1), kept whole (every factor's bits).
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for an empty block or a code beyond its format.
+pub fn block_reduce_multiply_exact(block: &Block<'_>) -> Result<Exact> {
+    block.check("the")?;
+    let one = Ext::Fin(false, Vec::new());
+    Ok(ext_exact(decoded(block).into_iter().fold(one, mul)))
+}
+
+/// BlockReduceMultiply (§5.3.1): `Π s·x_i` computed exactly and projected once into `out`
+/// (`0 · ∞` is an invalid NaN; a zero product takes the sign of the product in IEEE-style
+/// formats).
+///
+/// ```
+/// use lowprec::ops::block::{block_reduce_multiply, Block};
+/// use lowprec::ops::Projection;
+/// use lowprec::FloatFormat;
+/// let (f, s8) = (FloatFormat::BINARY8P4SE, FloatFormat::BINARY8P1UF);
+/// // scale 1 (code 128), elements 1.5, 1.5, 1.5: 3.375 exactly, 3.5 in Binary8p3se
+/// let r = block_reduce_multiply(&Block::new(s8, 128, f, &[0x44, 0x44, 0x44]),
+///     &FloatFormat::BINARY8P3SE, &Projection::default(), 0).unwrap();
+/// assert_eq!(FloatFormat::BINARY8P3SE.decode(r.code.unwrap()), 3.5);
+/// ```
+///
+/// # Errors
+///
+/// As [`block_reduce_multiply_exact`].
+pub fn block_reduce_multiply(
+    block: &Block<'_>,
+    out: &FloatFormat,
+    prj: &Projection,
+    random: u32,
+) -> Result<Outcome> {
+    let e = block_reduce_multiply_exact(block)?;
+    let (p3109, _) = family(&[block.scale_format, block.format], out, prj);
+    Ok(project(out, e, prj, p3109, random))
+}
+
+/// The operations of the draft's §5.4 schema that lowprec computes exactly (the
+/// transcendental ones are not among its operations).
+pub const ELEMENTWISE: [Op; 24] = [
+    Op::Convert,
+    Op::Abs,
+    Op::Negate,
+    Op::Sqrt,
+    Op::RSqrt,
+    Op::Recip,
+    Op::CopySign,
+    Op::Add,
+    Op::Subtract,
+    Op::Multiply,
+    Op::Divide,
+    Op::Maximum,
+    Op::Minimum,
+    Op::MaximumNumber,
+    Op::MinimumNumber,
+    Op::MaximumMagnitude,
+    Op::MinimumMagnitude,
+    Op::MaximumMagnitudeNumber,
+    Op::MinimumMagnitudeNumber,
+    Op::MinimumFinite,
+    Op::MaximumFinite,
+    Op::Fma,
+    Op::Faa,
+    Op::Clamp,
+];
+
+/// The factor of each operand of `op` that moves the result scale `s_r = 2^k` inside it:
+/// `ωOp(X…) / s_r = ωOp(X₁·f₁, …)` (`t = 1/s_r`): `t` on every operand of the operations
+/// of degree one (Convert, Abs, Negate, Add, Subtract, FAA, the Minimum/Maximum family,
+/// Clamp), `t` on the first operand of CopySign (the second gives only its sign) and of
+/// Divide, on the second of Multiply, on the last two of FMA (`X₁·(X₂t) + X₃t`); `t²` for
+/// Sqrt, `s_r²` for RSqrt, `s_r` for Recip.
+fn folded_factors(op: Op, sr: f64) -> Vec<f64> {
+    let t = 1.0 / sr;
+    match op {
+        Op::Sqrt => vec![t * t],
+        Op::RSqrt => vec![sr * sr],
+        Op::Recip => vec![sr],
+        Op::Multiply => vec![1.0, t],
+        Op::Divide | Op::CopySign => vec![t, 1.0],
+        Op::Fma => vec![1.0, t, t],
+        _ => vec![t; op.arity()],
+    }
+}
+
+/// A decoded block element times `factor`, as binary64 (exactly), or `None` when binary64
+/// cannot hold it.
+fn element_value(x: Ext, factor: f64) -> Option<f64> {
+    match mul(x, ext(factor)) {
+        Ext::Nan(_) => Some(f64::NAN),
+        Ext::Inf(n) => Some(if n { f64::NEG_INFINITY } else { f64::INFINITY }),
+        Ext::Zero(n) => Some(if n { -0.0 } else { 0.0 }),
+        Ext::Fin(n, f) => exact_f64(n, &f),
+    }
+}
+
+/// An elementwise block operation (§5.4): `Z_i = ωOp(S₁·X₁ᵢ, …, Sₙ·Xₙᵢ)` computed exactly,
+/// then ωBlockProject into the result block `(s_r, [r_i])`: `r_i = Project(Z_i / s_r)` once
+/// (`s_r` NaN → NaN, `s_r = 0` → 0, `s_r = ±∞` → `sgn(Z_i)·sgn(s_r)`). `op` is one of
+/// [`ELEMENTWISE`]; the blocks have the same number of elements; the result scale is given
+/// (`(format, code)`) and, when finite and nonzero, is a positive power of two (a P = 1
+/// scale format such as Binary8p1uf or E8M0), so that `Z_i / s_r` is the operation on
+/// exactly rescaled operands ([`folded_factors`]). With `B = 1` this is the draft's §5.5
+/// scaled operation `ScaledOp`.
+///
+/// ```
+/// use lowprec::ops::block::{block_elementwise, Block};
+/// use lowprec::ops::{Op, Projection, Random};
+/// use lowprec::FloatFormat;
+/// let (f, s8) = (FloatFormat::BINARY8P4SE, FloatFormat::BINARY8P1UF);
+/// // (2·[1, 1.5]) + (1·[0.5, 3]) = [2.5, 6], into a block of scale 2: [1.25, 3]
+/// let (a, b) = (Block::new(s8, 129, f, &[0x40, 0x44]), Block::new(s8, 128, f, &[0x38, 0x4c]));
+/// let (codes, _) = block_elementwise(Op::Add, &[a, b], (s8, 129), &f,
+///     &Projection::default(), &Random::Seeded { seed: 0, index_offset: 0 }).unwrap();
+/// assert_eq!((f.decode(codes[0]), f.decode(codes[1])), (1.25, 3.0));
+/// ```
+///
+/// # Errors
+///
+/// [`Error::InvalidArgument`] for an operation outside the schema, the wrong number of
+/// blocks, blocks of different sizes, a code beyond its format, a finite result scale that
+/// is not a positive power of two, a decoded element binary64 cannot hold, or a NaN result
+/// in a format without NaN.
+pub fn block_elementwise(
+    op: Op,
+    blocks: &[Block<'_>],
+    result_scale: (FloatFormat, u64),
+    out: &FloatFormat,
+    prj: &Projection,
+    random: &Random<'_>,
+) -> Result<(Vec<u64>, Counts)> {
+    if !ELEMENTWISE.contains(&op) {
+        return Err(Error::InvalidArgument(format!(
+            "{op} is not an elementwise block operation lowprec computes; use one of {}",
+            ELEMENTWISE.map(|o| o.name()).join(", ")
+        )));
+    }
+    if blocks.len() != op.arity() {
+        return Err(Error::InvalidArgument(format!(
+            "{op} takes {} blocks, not {}",
+            op.arity(),
+            blocks.len()
+        )));
+    }
+    const WHICH: [&str; 3] = ["the first", "the second", "the third"];
+    for (b, w) in blocks.iter().zip(WHICH) {
+        b.check(w)?;
+    }
+    let n = blocks[0].codes.len();
+    if let Some(b) = blocks.iter().find(|b| b.codes.len() != n) {
+        return Err(Error::InvalidArgument(format!(
+            "blocks of {n} and {} elements; an elementwise block operation takes blocks of the same size",
+            b.codes.len()
+        )));
+    }
+    let (sf, sc) = result_scale;
+    check_code(&sf, sc, "the result scale")?;
+    let sr = sf.decode(sc);
+    let finite_scale = sr.is_finite() && sr != 0.0;
+    if finite_scale && !(sr > 0.0 && sr.is_normal() && sr.to_bits() & ((1 << 52) - 1) == 0) {
+        return Err(Error::InvalidArgument(format!(
+            "the result scale {sr} is not a positive power of two; give a scale of a P = 1 format (binary8p1uf, e8m0) or a power of two"
+        )));
+    }
+    check_random(random, n, prj)?;
+    let mut fmts: Vec<FloatFormat> = blocks
+        .iter()
+        .flat_map(|b| [b.scale_format, b.format])
+        .collect();
+    fmts.push(sf);
+    let p3109 = family_p3109(&fmts, out, op);
+    let down = !p3109 && prj.rounding == Rounding::TowardNegative;
+    let factors = if finite_scale {
+        folded_factors(op, sr)
+    } else {
+        vec![1.0; op.arity()]
+    };
+    let decoded: Vec<Vec<Ext>> = blocks.iter().map(decoded).collect();
+    let nbits = prj.rounding.random_bits();
+    let mut outcomes = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut vals = Vec::with_capacity(blocks.len());
+        for (j, d) in decoded.iter().enumerate() {
+            let v = element_value(d[i].clone(), factors[j]).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{} block's element {i}, scaled, is beyond binary64; use narrower scales",
+                    WHICH[j]
+                ))
+            })?;
+            vals.push(v);
+        }
+        let z = super::numeric_of_values(op, &vals, p3109, down);
+        let r = random_of(random, nbits, i);
+        outcomes.push(if finite_scale {
+            project(out, z, prj, p3109, r)
+        } else {
+            // s_r NaN, 0 or ±∞: only Z_i's sign and NaN-ness count (ωBlockProject)
+            let zi = match z {
+                Exact::Nan { .. } => f64::NAN,
+                Exact::Inf(neg) => {
+                    if neg {
+                        f64::NEG_INFINITY
+                    } else {
+                        f64::INFINITY
+                    }
+                }
+                Exact::Zero(neg) => {
+                    if neg {
+                        -0.0
+                    } else {
+                        0.0
+                    }
+                }
+                Exact::Val(w) => {
+                    if w.neg {
+                        -1.0
+                    } else {
+                        1.0
+                    }
+                }
+            };
+            block_project(&[zi], sr, out, prj, p3109, &Random::Given(&[r]))[0]
+        });
+    }
+    collect(outcomes, out)
+}
+
 /// The random `R` of element `i`.
 fn random_of(random: &Random<'_>, nbits: u32, i: usize) -> u32 {
     if nbits == 0 {

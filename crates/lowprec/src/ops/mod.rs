@@ -832,6 +832,20 @@ fn literal_exact(x: &crate::exact::Exact, out: &FloatFormat, prj: &Projection) -
     })
 }
 
+/// The exact result of a numeric operation on plain binary64 operand values (each value's
+/// own sign bit; no codes), before its projection.
+pub(crate) fn numeric_of_values(op: Op, values: &[f64], p3109: bool, down: bool) -> Exact {
+    let vals: Vec<Val> = values
+        .iter()
+        .map(|&v| Val {
+            v,
+            sign_bit: v.is_sign_negative(),
+            code: 0,
+        })
+        .collect();
+    numeric(op, &vals, p3109, down)
+}
+
 /// Whether an operation on these formats follows the P3109 draft.
 pub fn family_p3109(fmts: &[FloatFormat], out: &FloatFormat, op: Op) -> bool {
     fmts.iter().any(|f| f.specials().is_p3109())
