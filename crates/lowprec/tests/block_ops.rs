@@ -707,7 +707,7 @@ fn reduce_multiply_against_big_integers() {
                     let want = if zero && !p3 {
                         Some(if neg { out.sign_mask() } else { 0 })
                     } else {
-                        ref_project(g, ref_sum(&[factors.clone()]), &prj, p3)
+                        ref_project(g, ref_sum(std::slice::from_ref(&factors)), &prj, p3)
                     };
                     assert_eq!(r.code, want, "{f:?} {codes:?} scale {sc} → {out:?} {prj:?}");
                 }
