@@ -531,8 +531,9 @@ fn element_value(x: Ext, factor: f64) -> Option<f64> {
 /// [`ELEMENTWISE`]; the blocks have the same number of elements; the result scale is given
 /// (`(format, code)`) and, when finite and nonzero, is a positive power of two (a P = 1
 /// scale format such as Binary8p1uf or E8M0), so that `Z_i / s_r` is the operation on
-/// exactly rescaled operands ([`folded_factors`]). With `B = 1` this is the draft's §5.5
-/// scaled operation `ScaledOp`.
+/// exactly rescaled operands (`t = 1/s_r` on the operands of degree one; `X₁·(X₂t)` for
+/// Multiply, `√(X·t²)` for Sqrt, …). With `B = 1` this is the draft's §5.5 scaled
+/// operation `ScaledOp`.
 ///
 /// ```
 /// use lowprec::ops::block::{block_elementwise, Block};
