@@ -576,14 +576,16 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 r.differ
             )?;
             if let Some(w) = &r.witness {
+                // the values themselves (not the shortest decimals that round to them: a
+                // witness is read digit by digit) and their codes
                 let v = |cs: &[u64]| -> String {
-                    cs.iter()
-                        .map(|&c| d.format.shortest_decimal(c))
-                        .collect::<Vec<_>>()
-                        .join(",")
+                    let vals: Vec<String> =
+                        cs.iter().map(|&c| d.format.decode(c).to_string()).collect();
+                    let codes: Vec<String> = cs.iter().map(|c| format!("{c:#x}")).collect();
+                    format!("{} (codes {})", vals.join(","), codes.join(","))
                 };
                 let res = |c: Option<u64>| match c {
-                    Some(c) => d.out.shortest_decimal(c),
+                    Some(c) => format!("{} (code {c:#x})", d.out.decode(c)),
                     None => "NaN".into(),
                 };
                 if w.b.is_empty() {
