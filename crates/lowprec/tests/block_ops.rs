@@ -627,6 +627,34 @@ fn kappa_of_an_fp16_accumulator_is_at_least_one_with_a_witness() {
         assert!(!r.exhaustive && r.inputs > 20_000);
         recheck(&s, r.witness.as_ref().unwrap());
     }
+    // the scales varying too: the largest κ over the pairs, found at the pair whose own κ
+    // it is, its witness recomputed at those scales; the counts summed
+    let mut s = spec(
+        BlockOp::ReduceAdd,
+        FloatFormat::BINARY8P3SE,
+        4,
+        acc,
+        FloatFormat::FP16,
+    );
+    let scales = [116u64, 120, 124];
+    let sampled = Inputs::Sampled {
+        seed: 3,
+        samples: 5_000,
+    };
+    let (r, at) = block::kappa_over_scales(&s, &scales, sampled).unwrap();
+    let each: Vec<_> = scales
+        .iter()
+        .map(|&c| {
+            s.scales = (c, c);
+            block::kappa(&s, sampled).unwrap()
+        })
+        .collect();
+    assert_eq!(r.kappa, each.iter().map(|e| e.kappa).max().unwrap());
+    assert_eq!(r.inputs, each.iter().map(|e| e.inputs).sum::<u64>());
+    s.scales = at;
+    assert_eq!(block::kappa(&s, sampled).unwrap().kappa, r.kappa);
+    recheck(&s, r.witness.as_ref().unwrap());
+    assert!(block::kappa_over_scales(&s, &[], sampled).is_err());
     // exhaustive over a 4-bit format with an fp16 accumulator and K = 4: exact, κ = 0
     let s = spec(
         BlockOp::ReduceAdd,

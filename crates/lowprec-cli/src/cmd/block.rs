@@ -232,6 +232,10 @@ pub struct KappaArgs {
     /// Both blocks' scale (a value).
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
+    /// Let the scales vary too: κ at every pair of these scale values (comma-separated; for
+    /// reduce at each), the worst reported with the scales it was found at.
+    #[arg(long, value_parser = parse_list, conflicts_with = "scale")]
+    pub scales: Option<List>,
     /// Elements per block.
     #[arg(long, default_value_t = 2)]
     pub k: usize,
@@ -548,13 +552,31 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                     samples: d.samples,
                 },
             };
-            let r = block::kappa(&spec, inputs)?;
+            let (r, at) = match &d.scales {
+                None => (block::kappa(&spec, inputs)?, None),
+                Some(l) => {
+                    let codes = codes_of(&d.scale_format, &l.0, "--scales")?;
+                    let (r, at) = block::kappa_over_scales(&spec, &codes, inputs)?;
+                    (r, Some(at))
+                }
+            };
+            let scale_text = match (&d.scales, at) {
+                (Some(l), Some((a, b))) => format!(
+                    "scales {}; worst at {}, {}",
+                    l.0.iter()
+                        .map(|v| v.to_string())
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    d.scale_format.decode(a),
+                    d.scale_format.decode(b)
+                ),
+                _ => format!("scale {}", d.scale),
+            };
             outln!(
-                "{} of K = {} {} (scale {}), {} accumulator ({}), into {} ({}):",
+                "{} of K = {} {} ({scale_text}), {} accumulator ({}), into {} ({}):",
                 op.name(),
                 d.k,
                 d.format.name(),
-                d.scale,
                 d.acc.name(),
                 d.method,
                 d.out.name(),

@@ -1372,6 +1372,45 @@ pub fn kappa(spec: &KappaSpec, inputs: Inputs) -> Result<KappaReport> {
     Ok(report)
 }
 
+/// κ with the scales varying too: [`kappa`] at every pair `(s_a, s_b)` of the scale codes
+/// `scales` (BlockReduceAdd: at every code), the largest κ of them with its witness and the
+/// scales it was found at; `inputs`, `finite` and `differ` are summed over the pairs.
+///
+/// # Errors
+///
+/// As [`kappa`], and for an empty `scales`.
+pub fn kappa_over_scales(
+    spec: &KappaSpec,
+    scales: &[u64],
+    inputs: Inputs,
+) -> Result<(KappaReport, (u64, u64))> {
+    let pairs: Vec<(u64, u64)> = match spec.op {
+        BlockOp::ReduceAdd => scales.iter().map(|&s| (s, s)).collect(),
+        BlockOp::DotProduct => scales
+            .iter()
+            .flat_map(|&a| scales.iter().map(move |&b| (a, b)))
+            .collect(),
+    };
+    let mut best: Option<(KappaReport, (u64, u64))> = None;
+    for p in pairs {
+        let r = kappa(&KappaSpec { scales: p, ..*spec }, inputs)?;
+        match &mut best {
+            None => best = Some((r, p)),
+            Some((b, at)) => {
+                b.inputs += r.inputs;
+                b.finite += r.finite;
+                b.differ += r.differ;
+                if r.kappa > b.kappa {
+                    (b.kappa, b.witness, *at) = (r.kappa, r.witness, p);
+                }
+            }
+        }
+    }
+    best.ok_or_else(|| {
+        Error::InvalidArgument("no scales given; give one or more scale codes".into())
+    })
+}
+
 /// Measure a batch of inputs (each `a` then `b` codes) into `report`.
 fn measure(spec: &KappaSpec, batch: &[Vec<u64>], report: &mut KappaReport) -> Result<()> {
     let k = spec.k;
