@@ -489,22 +489,39 @@ fn check(op: Op, ins: &[FloatFormat], out: &FloatFormat) -> u64 {
 
 /// [`check`] under the given projections.
 fn check_under(op: Op, ins: &[FloatFormat], out: &FloatFormat, prjs: &[Projection]) -> u64 {
-    let g = grid(out);
-    let fam = ops::family_p3109(ins, out, op);
     let width: u32 = ins.iter().map(|f| f.bits()).sum();
     let n = 1usize << width;
     let mut codes: Vec<Vec<u64>> = vec![vec![0; n]; ins.len()];
-    let mut refs = Vec::with_capacity(n);
     #[allow(clippy::needless_range_loop)]
     for idx in 0..n {
         let mut rest = width;
-        let mut xs = vec![];
         for (k, f) in ins.iter().enumerate() {
             rest -= f.bits();
-            let c = (idx >> rest) as u64 & f.max_code();
-            codes[k][idx] = c;
-            xs.push(f.decode(c));
+            codes[k][idx] = (idx >> rest) as u64 & f.max_code();
         }
+    }
+    check_codes(op, ins, out, &codes, prjs)
+}
+
+/// Check `op` on the operand codes `codes[k][i]` (operand `k` of case `i`) into `out` under
+/// the projections `prjs`; the number of cases checked.
+fn check_codes(
+    op: Op,
+    ins: &[FloatFormat],
+    out: &FloatFormat,
+    codes: &[Vec<u64>],
+    prjs: &[Projection],
+) -> u64 {
+    let g = grid(out);
+    let fam = ops::family_p3109(ins, out, op);
+    let n = codes[0].len();
+    let mut refs = Vec::with_capacity(n);
+    for idx in 0..n {
+        let xs: Vec<f64> = ins
+            .iter()
+            .zip(codes)
+            .map(|(f, c)| f.decode(c[idx]))
+            .collect();
         let r = reference(op, &xs, fam);
         let b = match r {
             R::Num(_) | R::Sqrt(_) | R::InvSqrt(_) => Some(bracket(&g, &r)),
@@ -514,7 +531,7 @@ fn check_under(op: Op, ins: &[FloatFormat], out: &FloatFormat, prjs: &[Projectio
     }
     let operands: Vec<(FloatFormat, &[u64])> = ins
         .iter()
-        .zip(&codes)
+        .zip(codes)
         .map(|(f, c)| (*f, c.as_slice()))
         .collect();
     let mut checked = 0;
@@ -542,7 +559,7 @@ fn check_under(op: Op, ins: &[FloatFormat], out: &FloatFormat, prjs: &[Projectio
                     ops::apply_scalar(
                         op,
                         &ins.iter()
-                            .zip(&codes)
+                            .zip(codes)
                             .map(|(f, c)| (*f, c[idx]))
                             .collect::<Vec<_>>(),
                         out,
@@ -710,6 +727,66 @@ fn fma_and_faa_on_every_triple_of_small_formats() {
         &[f4, FloatFormat::FP4_E2M1, f4],
         &FloatFormat::FP6_E3M2,
     );
+}
+
+/// FMA and FAA on 10^7 random triples of 8-bit codes in all: four operand and result
+/// format combinations (one format throughout, and mixed P3109 / OCP formats into a third)
+/// per operation, 1.25 million triples each, every deterministic rounding under one of
+/// SatFinite, SatPropagate and SatNone (D1) in turn, pieces of 2^16 triples in two threads.
+#[test]
+fn fma_and_faa_on_ten_million_random_8_bit_triples() {
+    const TRIPLES: usize = 1_250_000;
+    const PIECE: usize = 1 << 16;
+    let e4m3 = FloatFormat::FP8_E4M3;
+    let e5m2 = FloatFormat::FP8_E5M2;
+    let p3 = FloatFormat::BINARY8P3SE;
+    let p4 = FloatFormat::BINARY8P4SE;
+    let p5f = FloatFormat::parse("binary8p5sf").unwrap();
+    let cases: Vec<(Op, [FloatFormat; 3], FloatFormat)> = vec![
+        (Op::Fma, [e4m3; 3], e4m3),
+        (Op::Fma, [p4; 3], p3),
+        (Op::Fma, [p3, e5m2, p4], p5f),
+        (Op::Fma, [e5m2, p5f, e4m3], e5m2),
+        (Op::Faa, [e5m2; 3], e5m2),
+        (Op::Faa, [p3; 3], p4),
+        (Op::Faa, [e4m3, p4, p3], e4m3),
+        (Op::Faa, [p5f, e4m3, e5m2], p3),
+    ];
+    let prjs: Vec<Vec<Projection>> = Saturation::ALL
+        .into_iter()
+        .map(|s| {
+            Rounding::DETERMINISTIC
+                .map(|r| Projection::new(r, s))
+                .to_vec()
+        })
+        .collect();
+    let checked = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|sc| {
+        for half in 0..2u64 {
+            let (cases, prjs, checked) = (&cases, &prjs, &checked);
+            sc.spawn(move || {
+                for (k, (op, ins, out)) in cases.iter().enumerate() {
+                    let mut rng = common::Rng(0x5eed_0000 + 2 * k as u64 + half);
+                    let mut left = TRIPLES / 2;
+                    for piece in 0.. {
+                        if left == 0 {
+                            break;
+                        }
+                        let n = left.min(PIECE);
+                        let codes: Vec<Vec<u64>> = ins
+                            .iter()
+                            .map(|f| (0..n).map(|_| rng.below(f.max_code() + 1)).collect())
+                            .collect();
+                        let c = check_codes(*op, ins, out, &codes, &prjs[piece % 3]);
+                        checked.fetch_add(c, std::sync::atomic::Ordering::Relaxed);
+                        left -= n;
+                    }
+                }
+            });
+        }
+    });
+    let want = (cases.len() * TRIPLES * Rounding::DETERMINISTIC.len()) as u64;
+    assert_eq!(checked.into_inner(), want);
 }
 
 #[test]
