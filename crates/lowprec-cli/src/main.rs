@@ -7,6 +7,7 @@
 
 #[macro_use]
 mod cmd;
+mod png;
 mod table;
 
 use clap::{Parser, Subcommand};
