@@ -789,6 +789,89 @@ fn fma_and_faa_on_ten_million_random_8_bit_triples() {
     assert_eq!(checked.into_inner(), want);
 }
 
+/// bfloat16 Add, Subtract and Multiply under NearestTiesToEven run in binary32 lanes
+/// (`ops::apply_bf16`, which `ops::apply` takes for bf16 operands): the codes against the
+/// exact reference, the counts against the scalar path's flags summed, on random codes and
+/// on operands built for the edges (specials, tiny and huge exponents, cancellation, sums
+/// and products at the overflow threshold and around 2^−126).
+#[test]
+fn bf16_arithmetic_in_binary32_lanes() {
+    let bf = FloatFormat::BF16;
+    let mut rng = common::Rng(0xbf16);
+    let n = 120_000;
+    let mut a = Vec::with_capacity(n);
+    let mut b = Vec::with_capacity(n);
+    let specials = [
+        0x0000u64, 0x8000, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x0001, 0x807f,
+    ];
+    for _ in 0..n {
+        let x = rng.below(0x10000);
+        let sign = rng.below(2) << 15;
+        let (x, y) = match rng.below(9) {
+            0 => (specials[rng.below(9) as usize], rng.below(0x10000)),
+            8 => (
+                specials[rng.below(9) as usize],
+                specials[rng.below(9) as usize],
+            ),
+            // tiny: exponent fields 0–3, products and sums near 2^−126
+            1 => (rng.below(0x200) | sign, (rng.below(0x200) + 0x3f00) ^ sign),
+            2 => (rng.below(0x200) | sign, rng.below(0x200)),
+            // huge: near the overflow threshold
+            3 => (0x7f00 + rng.below(0x80), (0x7f00 + rng.below(0x80)) | sign),
+            4 => (0x7f00 + rng.below(0x80), 0x3f80 + rng.below(0x80)),
+            // cancellation: a and ±(a + a few ulps)
+            5 => (x, (x ^ 0x8000).wrapping_add(rng.below(5)) & 0xffff),
+            _ => (x, rng.below(0x10000)),
+        };
+        a.push(x);
+        b.push(y);
+    }
+    let prjs: Vec<Projection> = Saturation::ALL
+        .map(|s| Projection::new(Rounding::NearestTiesToEven, s))
+        .to_vec();
+    let (a16, b16): (Vec<u16>, Vec<u16>) = (a.iter().map(|&v| v as u16))
+        .zip(b.iter().map(|&v| v as u16))
+        .unzip();
+    for op in [Op::Add, Op::Subtract, Op::Multiply] {
+        assert_eq!(
+            check_codes(op, &[bf, bf], &bf, &[a.clone(), b.clone()], &prjs),
+            (n * prjs.len()) as u64
+        );
+        for prj in &prjs {
+            let mut out = vec![0u16; n];
+            let got = ops::apply_bf16(op, &a16, &b16, prj, &mut out).unwrap();
+            let mut want = ops::Counts::default();
+            for i in 0..n {
+                let r = ops::apply_scalar(op, &[(bf, a[i]), (bf, b[i])], &bf, prj, 0).unwrap();
+                assert_eq!(
+                    Some(out[i] as u64),
+                    r.code,
+                    "{op} {:#06x} {:#06x}",
+                    a[i],
+                    b[i]
+                );
+                let f = |bit: u8| u64::from(r.flags & bit != 0);
+                want.total += 1;
+                want.inexact += f(ops::flag::INEXACT);
+                want.overflow += f(ops::flag::OVERFLOW);
+                want.underflow += f(ops::flag::UNDERFLOW);
+                want.invalid += f(ops::flag::INVALID);
+                want.saturated += f(ops::flag::SATURATED);
+                want.nan += u64::from(r.code == bf.nan_code(false));
+            }
+            assert_eq!(got, want, "{op} under {:?}", prj.saturation);
+            // (sums that underflow are exact: no underflow flag)
+            assert!(
+                want.overflow > 100
+                    && (want.underflow > 100 || op != Op::Multiply)
+                    && want.invalid > 10
+                    && want.nan > 1000,
+                "{op}: {want:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn pair_tables_give_what_apply_gives_with_the_same_counts() {
     let mut seed = 0x1234_5678_u64;

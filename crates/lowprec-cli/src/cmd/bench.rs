@@ -188,6 +188,10 @@ impl Record {
                 _ => None,
             };
         }
+        if self.input == "u16" && self.op.starts_with("op ") {
+            // two 2-byte operands in, a 2-byte code out
+            return Some("r2r2w2".into());
+        }
         if self.input == "u8" && self.op.starts_with("op ") {
             // two 1-byte operands in, a 1- or 2-byte code out
             let wide = self.format.ends_with("bf16") || self.format.ends_with("fp16");
@@ -381,6 +385,41 @@ fn measure(
             })
     });
     push("probe", "r2w2", "-", "u8", "ordinary", "probe", t);
+    // bfloat16 Add and Multiply in binary32 lanes, and the probe of the same bytes (two
+    // 2-byte operands in, a 2-byte result out)
+    let (ha, hb): (Vec<u16>, Vec<u16>) = (
+        b.x32.iter().map(|v| (v.to_bits() >> 16) as u16).collect(),
+        // the second operand: the same data one element on (normal(0, 1) values)
+        (b.x32.iter().skip(1).chain(&b.x32[..1]))
+            .map(|v| (v.to_bits() >> 16) as u16)
+            .collect(),
+    );
+    for op in [Op::Add, Op::Multiply] {
+        let prj = Projection::default();
+        let t = time(a.reps, || {
+            drop(lowprec::ops::apply_bf16(op, &ha, &hb, &prj, &mut b.c16))
+        });
+        push(
+            &format!("op {}", op.name().to_lowercase()),
+            "bf16→bf16",
+            "rne",
+            "u16",
+            "preallocated",
+            "lowprec",
+            t,
+        );
+    }
+    let t = time(a.reps, || {
+        b.c16
+            .par_chunks_mut(1 << 16)
+            .zip(ha.par_chunks(1 << 16).zip(hb.par_chunks(1 << 16)))
+            .for_each(|(o, (x, y))| {
+                o.iter_mut()
+                    .zip(x.iter().zip(y))
+                    .for_each(|(o, (x, y))| *o = x ^ y)
+            })
+    });
+    push("probe", "r2r2w2", "-", "u16", "ordinary", "probe", t);
     let half_f16 = time(a.reps, || half_f16(&b.x32, &mut b.c16));
     let half_bf16 = time(a.reps, || half_bf16(&b.x32, &mut b.c16));
     for (f, store, t) in probes {

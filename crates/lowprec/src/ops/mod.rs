@@ -38,12 +38,14 @@
 //! assert_eq!(f32::from_bits(r.code.unwrap() as u32), 0.15234375);
 //! ```
 
+mod bf16;
 pub mod block;
 pub mod project;
 pub mod reference;
 mod table;
 pub mod wide;
 
+pub use bf16::apply_bf16;
 pub use project::{flag, project, Draft, Exact, Outcome, Projection, Rounding, Saturation};
 pub use table::PairTable;
 
@@ -1021,6 +1023,22 @@ pub fn apply(
             }
         }
     };
+    if bf16::applies(op, &fmts, out, prj)
+        && operands.iter().all(|o| o.1.iter().all(|&c| c <= 0xffff))
+    {
+        // bfloat16 Add/Subtract/Multiply under NearestTiesToEven: binary32 lanes
+        let (a, b): (Vec<u16>, Vec<u16>) = (operands[0].1.iter())
+            .zip(operands[1].1)
+            .map(|(&a, &b)| (a as u16, b as u16))
+            .unzip();
+        let mut o = vec![0u16; n];
+        let c = apply_bf16(op, &a, &b, prj, &mut o)?;
+        out_codes
+            .iter_mut()
+            .zip(&o)
+            .for_each(|(d, &s)| *d = s as u64);
+        return Ok(c);
+    }
     let width: u32 = fmts.iter().map(|f| f.bits()).sum();
     let table = (nbits == 0 && width <= 16 && n > (1usize << width))
         .then(|| table(op, &fmts, out, prj, p3109));

@@ -95,7 +95,8 @@ pub(crate) fn rotated_te<I: Float, C: Code>(
         && r.size == 16
         && r.bf16;
     let x32 = I::as_f32_slice(x).filter(|_| te)?;
-    let signs: [f32; 16] = std::array::from_fn(|i| super::rotate::signs(r)[i] as f32);
+    let s = super::rotate::signs(r);
+    let signs: [f32; 16] = std::array::from_fn(|i| s[i] as f32);
     let k = 1.0f32 / (r.size as f32).sqrt();
     let row_len = shape.last().copied().unwrap_or(1);
     let Scales::Codes(sc) = &mut enc.scales else {

@@ -334,6 +334,9 @@ mod x86 {
     const ABS: i32 = 0x7fff_ffff;
     /// The smallest normal of binary16 (2^-14) and of bfloat16 (2^-126), as binary32 bits.
     const MIN_NORMAL_F16: i32 = 0x3880_0000;
+    /// 65520 = 65504 + half its spacing: binary32 magnitudes below it round to a finite
+    /// binary16 under round to nearest.
+    const NO_OVERFLOW_F16: i32 = 0x477f_f000;
     const MIN_NORMAL_BF16: i32 = 0x0080_0000;
 
     /// Binary16 on AVX-512.
@@ -374,6 +377,22 @@ mod x86 {
             let a = _mm256_and_si256(xi, _mm256_set1_epi32(ABS));
             let inf = _mm256_set1_epi32(INF);
             let zero = _mm256_setzero_si256();
+            // the common case: every lane zero or normal in binary16 and below 65520, where
+            // nothing overflows, underflows, flushes or is special: only inexact counts
+            let common = _mm256_and_si256(
+                _mm256_or_si256(
+                    _mm256_cmpgt_epi32(a, _mm256_set1_epi32(MIN_NORMAL_F16 - 1)),
+                    _mm256_cmpeq_epi32(a, zero),
+                ),
+                _mm256_cmpgt_epi32(_mm256_set1_epi32(NO_OVERFLOW_F16), a),
+            );
+            if _mm256_movemask_ps(_mm256_castsi256_ps(common)) == 0xff {
+                let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+                let y = _mm256_cvtph_ps(h);
+                let inexact = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_NEQ_OQ>(y, x));
+                cnt[0] = _mm256_sub_epi32(cnt[0], inexact);
+                return (h, y);
+            }
             // every lane is below 2^31, so the signed comparisons are the unsigned ones
             let is_nan = _mm256_cmpgt_epi32(a, inf);
             let is_inf = _mm256_cmpeq_epi32(a, inf);
