@@ -9,8 +9,8 @@
 
 use super::quarter::{Tally, IDX_HI, IDX_LO, IDX_SAT, IDX_ZERO, SHIFT, TOL};
 
-/// [`crate::block::lookup::e2m1_blocks`] when the CPU has AVX-512 (`None` otherwise, with
-/// nothing written). The caller has checked the lengths.
+/// [`crate::block::lookup::e2m1_blocks`] when the CPU has AVX-512 or AVX2 (`None`
+/// otherwise, with nothing written). The caller has checked the lengths.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn e2m1_lookup(
     lut: &[u32; 32],
@@ -23,7 +23,11 @@ pub(crate) fn e2m1_lookup(
     flagged: &mut [u16],
 ) -> Option<Tally> {
     #[cfg(target_arch = "x86_64")]
-    if super::active() == super::Level::Avx512 {
+    {
+        let level = super::active();
+        if level == super::Level::Portable {
+            return None;
+        }
         let blocks = x.len() / 16;
         assert!(
             x.len() == blocks * 16
@@ -33,35 +37,26 @@ pub(crate) fn e2m1_lookup(
                 && blocks <= 1 << 16
                 && (values.is_empty() || (values.len() == x.len() && vtab.len() == 256))
         );
-        // SAFETY: AVX-512F/DQ were detected (`active()` never exceeds `detected()`), and
-        // the lengths checked above bound every access the kernel makes.
+        // SAFETY: the level's features were detected (`active()` never exceeds
+        // `detected()`), and the lengths checked above bound every access the kernels make.
         return Some(unsafe {
-            x86::e2m1_lookup(lut, x, scales, recip, vtab, codes, values, flagged)
+            match level {
+                super::Level::Avx512 => {
+                    x86::e2m1_lookup(lut, x, scales, recip, vtab, codes, values, flagged)
+                }
+                _ => avx2::e2m1_lookup(lut, x, scales, recip, vtab, codes, values, flagged),
+            }
         });
     }
-    #[cfg(target_arch = "x86_64")]
-    if super::active() == super::Level::Avx2 {
-        let blocks = x.len() / 16;
-        assert!(
-            x.len() == blocks * 16
-                && scales.len() == blocks
-                && codes.len() == x.len()
-                && flagged.len() >= blocks
-                && blocks <= 1 << 16
-                && (values.is_empty() || (values.len() == x.len() && vtab.len() == 256))
-        );
-        // SAFETY: AVX2 was detected (`active()` never exceeds `detected()`), and the
-        // lengths checked above bound every access the kernel makes.
-        return Some(unsafe {
-            avx2::e2m1_lookup(lut, x, scales, recip, vtab, codes, values, flagged)
-        });
+    #[allow(unreachable_code)]
+    {
+        let _ = (lut, x, scales, recip, vtab, codes, values, flagged);
+        None
     }
-    let _ = (lut, x, scales, recip, vtab, codes, values, flagged);
-    None
 }
 
-/// [`crate::block::lookup::e2m1_exact_blocks`] when the CPU has AVX-512 (`None` otherwise,
-/// with nothing written). The caller has checked the lengths.
+/// [`crate::block::lookup::e2m1_exact_blocks`] when the CPU has AVX-512 or AVX2 (`None`
+/// otherwise, with nothing written). The caller has checked the lengths.
 pub(crate) fn e2m1_exact(
     lut: &[u32; 32],
     x: &[f32],
@@ -72,31 +67,31 @@ pub(crate) fn e2m1_exact(
     values: &mut [f32],
 ) -> Option<(u64, u64)> {
     #[cfg(target_arch = "x86_64")]
-    if super::active() == super::Level::Avx512 {
+    {
+        let level = super::active();
+        if level == super::Level::Portable {
+            return None;
+        }
         assert!(
             b.is_multiple_of(16)
                 && x.len() == inv.len() * b
                 && codes.len() == x.len()
                 && (values.is_empty() || (values.len() == x.len() && up.len() == inv.len()))
         );
-        // SAFETY: AVX-512F/DQ were detected, and the lengths checked above bound every
-        // access the kernel makes.
-        return Some(unsafe { x86::e2m1_exact(lut, x, b, inv, up, codes, values) });
+        // SAFETY: the level's features were detected, and the lengths checked above bound
+        // every access the kernels make.
+        return Some(unsafe {
+            match level {
+                super::Level::Avx512 => x86::e2m1_exact(lut, x, b, inv, up, codes, values),
+                _ => avx2::e2m1_exact(lut, x, b, inv, up, codes, values),
+            }
+        });
     }
-    #[cfg(target_arch = "x86_64")]
-    if super::active() == super::Level::Avx2 {
-        assert!(
-            b.is_multiple_of(16)
-                && x.len() == inv.len() * b
-                && codes.len() == x.len()
-                && (values.is_empty() || (values.len() == x.len() && up.len() == inv.len()))
-        );
-        // SAFETY: AVX2 was detected, and the lengths checked above bound every access the
-        // kernel makes.
-        return Some(unsafe { avx2::e2m1_exact(lut, x, b, inv, up, codes, values) });
+    #[allow(unreachable_code)]
+    {
+        let _ = (lut, x, b, inv, up, codes, values);
+        None
     }
-    let _ = (lut, x, b, inv, up, codes, values);
-    None
 }
 
 #[cfg(target_arch = "x86_64")]
