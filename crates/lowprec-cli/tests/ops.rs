@@ -185,21 +185,29 @@ fn table_lists_every_pair() {
 #[test]
 fn table_plot_is_svg_or_png_by_the_extension() {
     let dir = tempfile::tempdir().unwrap();
+    // `lowprec table add` on fp4-e2m1 into the CSV `out`, drawn into `plot`
+    let args = |out: &std::path::Path, plot: &std::path::Path| {
+        let a = [
+            "table",
+            "add",
+            "--in",
+            "fp4-e2m1",
+            "--out",
+            "fp4-e2m1",
+            "-o",
+            out.to_str().unwrap(),
+            "--plot",
+            plot.to_str().unwrap(),
+        ];
+        a.map(String::from)
+    };
     let csv = dir.path().join("t.csv");
     // any case of .png; fp4-e2m1: 16 × 16 cells of 48 × 48 pixels, a legend strip below
     let png = dir.path().join("t.PNG");
-    let s = ok(&[
-        "table",
-        "add",
-        "--in",
-        "fp4-e2m1",
-        "--out",
-        "fp4-e2m1",
-        "-o",
-        csv.to_str().unwrap(),
-        "--plot",
-        png.to_str().unwrap(),
-    ]);
+    fn refs(a: &[String]) -> Vec<&str> {
+        a.iter().map(String::as_str).collect()
+    }
+    let s = ok(&refs(&args(&csv, &png)));
     assert!(s.contains("t.PNG"), "{s}");
     let bytes = std::fs::read(&png).unwrap();
     assert_eq!(bytes[..8], *b"\x89PNG\r\n\x1a\n");
@@ -211,33 +219,14 @@ fn table_plot_is_svg_or_png_by_the_extension() {
     assert!(bytes.ends_with(b"IEND\xaeB`\x82"));
     // any other extension (or none): one line naming it, exit 2, neither file written
     let (out, bad) = (dir.path().join("u.csv"), dir.path().join("u.jpg"));
-    let args = |plot: &std::path::Path| {
-        [
-            "table",
-            "add",
-            "--in",
-            "fp4-e2m1",
-            "--out",
-            "fp4-e2m1",
-            "-o",
-            out.to_str().unwrap(),
-            "--plot",
-            plot.to_str().unwrap(),
-        ]
-        .map(String::from)
-    };
-    let a = args(&bad);
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
     fails(
-        &a,
+        &refs(&args(&out, &bad)),
         &[&out, &bad],
         "cannot draw a `.jpg` file; give a path ending in .svg or .png",
     );
     let none = dir.path().join("u");
-    let a = args(&none);
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
     fails(
-        &a,
+        &refs(&args(&out, &none)),
         &[&out, &none],
         "no extension; give a path ending in .svg or .png",
     );

@@ -1676,10 +1676,7 @@ fn random_source<'a>(
     prj: &Projection,
 ) -> PyResult<Random<'a>> {
     let Some(r) = random else {
-        return Ok(Random::Seeded {
-            seed,
-            index_offset: 0,
-        });
+        return Ok(Random::seeded(seed));
     };
     if r.len() != n {
         return Err(PyValueError::new_err(format!(
@@ -1897,10 +1894,7 @@ fn ops_to_block<'py>(
     let x = x
         .as_slice()
         .map_err(|_| PyValueError::new_err("x must be a contiguous 1-D float64 array"))?;
-    let rnd = Random::Seeded {
-        seed,
-        index_offset: 0,
-    };
+    let rnd = Random::seeded(seed);
     let r = match scale {
         Some(s) => py
             .allow_threads(|| blk::convert_to_block(x, s, &sf, &ef, &prj, rnd))
@@ -1940,10 +1934,7 @@ fn ops_from_block<'py>(
     let prj = projection(rounding, saturation, draft)?;
     let (sf, sc, ef, codes) = block_parts(&block)?;
     let b = Block::new(sf, sc, ef, codes);
-    let rnd = Random::Seeded {
-        seed,
-        index_offset: 0,
-    };
+    let rnd = Random::seeded(seed);
     let (c, _) = py
         .allow_threads(|| blk::convert_from_block(&b, &out_f, &prj, rnd))
         .map_err(err)?;
@@ -1980,10 +1971,7 @@ fn ops_block_map<'py>(
         .map(|&(sf, sc, ef, codes)| Block::new(sf, sc, ef, codes))
         .collect();
     let sr = (format_of(&result_scale.0)?, result_scale.1);
-    let rnd = Random::Seeded {
-        seed,
-        index_offset: 0,
-    };
+    let rnd = Random::seeded(seed);
     let (c, _) = py
         .allow_threads(|| blk::block_elementwise(o, &bs, sr, &out_f, &prj, &rnd))
         .map_err(err)?;

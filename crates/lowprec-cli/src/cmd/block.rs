@@ -393,10 +393,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         }
         Sub::Convert(d) => {
             let prj = d.projection.projection();
-            let random = Random::Seeded {
-                seed: d.projection.seed,
-                index_offset: 0,
-            };
+            let random = Random::seeded(d.projection.seed);
             let (s, codes, counts) = match d.scale {
                 Some(v) => {
                     let s = code_of(&d.scale_format, v, "--scale")?;
@@ -433,22 +430,13 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             )?;
             outln!("elements ({}): {}", d.to.name(), vals.join(", "))?;
             outln!("codes: {}", hex.join(", "))?;
-            outln!(
-                "inexact {}, overflow {}, saturated {}, NaN {}",
-                counts.inexact,
-                counts.overflow,
-                counts.saturated,
-                counts.nan
-            )?;
+            outln!("{}", counts_line(&counts))?;
         }
         Sub::From(d) => {
             let xc = codes_of(&d.format, &d.x.0, "x")?;
             let s = code_of(&d.scale_format, d.scale, "--scale")?;
             let prj = d.projection.projection();
-            let random = Random::Seeded {
-                seed: d.projection.seed,
-                index_offset: 0,
-            };
+            let random = Random::seeded(d.projection.seed);
             let (codes, _) = block::convert_from_block(
                 &Block::new(d.scale_format, s, d.format, &xc),
                 &d.out,
@@ -495,10 +483,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 .map(|(c, &s)| Block::new(d.scale_format, s, d.format, c))
                 .collect();
             let prj = d.projection.projection();
-            let random = Random::Seeded {
-                seed: d.projection.seed,
-                index_offset: 0,
-            };
+            let random = Random::seeded(d.projection.seed);
             let (r, counts) = block::block_elementwise(
                 d.op,
                 &blocks,
@@ -520,13 +505,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
             )?;
             outln!("elements: {}", vals.join(", "))?;
             outln!("codes: {}", hex.join(", "))?;
-            outln!(
-                "inexact {}, overflow {}, saturated {}, NaN {}",
-                counts.inexact,
-                counts.overflow,
-                counts.saturated,
-                counts.nan
-            )?;
+            outln!("{}", counts_line(&counts))?;
         }
         Sub::Kappa(d) => {
             let s = code_of(&d.scale_format, d.scale, "--scale")?;
@@ -624,4 +603,12 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The status line under a block's codes: `inexact …, overflow …, saturated …, NaN …`.
+fn counts_line(c: &lowprec::ops::Counts) -> String {
+    format!(
+        "inexact {}, overflow {}, saturated {}, NaN {}",
+        c.inexact, c.overflow, c.saturated, c.nan
+    )
 }

@@ -943,6 +943,21 @@ pub enum Random<'a> {
     Given(&'a [u32]),
 }
 
+impl Random<'static> {
+    /// The counter-based generator from element 0: `Random::Seeded { seed, index_offset: 0 }`.
+    ///
+    /// ```
+    /// use lowprec::ops::Random;
+    /// assert!(matches!(Random::seeded(7), Random::Seeded { seed: 7, index_offset: 0 }));
+    /// ```
+    pub const fn seeded(seed: u64) -> Random<'static> {
+        Random::Seeded {
+            seed,
+            index_offset: 0,
+        }
+    }
+}
+
 /// Elements per parallel task.
 const CHUNK: usize = 1 << 14;
 
