@@ -188,7 +188,8 @@ pub fn round(fmt: &FloatFormat, x: f64, opts: &RoundOptions, index: u64) -> RefR
     st.underflow = (inexact && x.abs() < fmt.min_normal()) as u64;
 
     // The value n · 2^qe, with unbounded exponent.
-    let mut v = n as f64 * pow2(-m) * pow2(qe + m);
+    // n ≤ 2^(m+1) ≤ 2^53 (m ≤ 52): exact as u64 and as f64
+    let mut v = n as u64 as f64 * pow2(-m) * pow2(qe + m);
     if n == 0 {
         v = 0.0;
     }
