@@ -264,6 +264,47 @@ fn grid(f: &FloatFormat) -> Vec<Point> {
     pts
 }
 
+/// The piece of binary32's value list (as [`grid`] would build it) from one value below an
+/// exact nonzero result to two above, and where the result falls in it; `guess` is near the
+/// result (a binary64 approximation) and only shortens the search.
+fn f32_window(r: &R, guess: f64) -> (Vec<Point>, Bracket) {
+    // codes as signed keys in value order (±0 both 0); ±TOP is ±2^128, the virtual step
+    // beyond ±max
+    const TOP: i64 = 0x7f80_0000;
+    let value = |k: i64| {
+        let mag = k.unsigned_abs();
+        let (field, man) = ((mag >> 23) as i32, mag & 0x7f_ffff);
+        if field == 0 {
+            Rat::dyadic(k < 0, man, -149)
+        } else {
+            Rat::dyadic(k < 0, man | 1 << 23, field - 150)
+        }
+    };
+    let g = guess as f32;
+    let mag = if g.is_nan() {
+        0
+    } else {
+        i64::from(g.to_bits() & 0x7fff_ffff).min(TOP)
+    };
+    let mut k = if g.is_sign_negative() { -mag } else { mag };
+    while k > -TOP && r.cmp(&value(k)) == Ordering::Less {
+        k -= 1;
+    }
+    while k < TOP && r.cmp(&value(k + 1)) != Ordering::Less {
+        k += 1;
+    }
+    let w: Vec<Point> = ((k - 1).max(-TOP)..=(k + 2).min(TOP))
+        .map(|k| Point {
+            v: value(k),
+            mag: k.unsigned_abs(),
+            neg: k < 0,
+            beyond: k.abs() == TOP,
+        })
+        .collect();
+    let b = bracket(&w, r);
+    (w, b)
+}
+
 /// Where an exact nonzero value falls.
 #[derive(Clone, Copy, Debug)]
 enum Bracket {
@@ -512,7 +553,14 @@ fn check_codes(
     codes: &[Vec<u64>],
     prjs: &[Projection],
 ) -> u64 {
-    let g = grid(out);
+    // binary32's value list is too long to build: FMA into it takes a piece around each
+    // result instead
+    let fp32 = *out == FloatFormat::FP32;
+    assert!(
+        !fp32 || op == Op::Fma,
+        "binary32 results are checked for FMA only"
+    );
+    let g = if fp32 { vec![] } else { grid(out) };
     let fam = ops::family_p3109(ins, out, op);
     let n = codes[0].len();
     let mut refs = Vec::with_capacity(n);
@@ -523,11 +571,15 @@ fn check_codes(
             .map(|(f, c)| f.decode(c[idx]))
             .collect();
         let r = reference(op, &xs, fam);
-        let b = match r {
-            R::Num(_) | R::Sqrt(_) | R::InvSqrt(_) => Some(bracket(&g, &r)),
-            _ => None,
+        let (b, w) = match r {
+            R::Num(_) if fp32 => {
+                let (w, b) = f32_window(&r, xs[0] * xs[1] + xs[2]);
+                (Some(b), Some(w))
+            }
+            R::Num(_) | R::Sqrt(_) | R::InvSqrt(_) => (Some(bracket(&g, &r)), None),
+            _ => (None, None),
         };
-        refs.push((xs, r, b));
+        refs.push((xs, r, b, w));
     }
     let operands: Vec<(FloatFormat, &[u64])> = ins
         .iter()
@@ -551,8 +603,8 @@ fn check_codes(
             },
             &mut got,
         );
-        for (idx, (xs, r_exact, b)) in refs.iter().enumerate() {
-            let want = round_ref(out, &g, r_exact, *b, &p, fam);
+        for (idx, (xs, r_exact, b, w)) in refs.iter().enumerate() {
+            let want = round_ref(out, w.as_deref().unwrap_or(&g), r_exact, *b, &p, fam);
             let have = match &r {
                 Ok(_) => Some(got[idx]),
                 Err(_) => {
@@ -870,6 +922,274 @@ fn bf16_arithmetic_in_binary32_lanes() {
             );
         }
     }
+}
+
+/// binary32 addends for FMA of `x · y` into `out`: specials, cancellation of the product
+/// (exactly and within a few ulps), ties of `out`, midpoints of `out` far above the product,
+/// values near its smallest normal and its largest finite value, tiny values, and random bit
+/// patterns.
+fn fma_addend(rng: &mut common::Rng, x: f64, y: f64, out: &FloatFormat) -> f32 {
+    const SPECIALS: [u32; 14] = [
+        0x0000_0000, // ±0
+        0x8000_0000,
+        0x7f80_0000, // ±Inf
+        0xff80_0000,
+        0x7fc0_0000, // NaN (quiet, negative, signalling)
+        0xffc0_0001,
+        0x7f80_0001,
+        0x0000_0001, // subnormals
+        0x8000_0003,
+        0x807f_ffff,
+        0x7f7f_ffff, // ±max
+        0xff7f_ffff,
+        0x3f80_0000, // ±1
+        0xbf80_0000,
+    ];
+    let p = x * y; // exact
+    let bits = rng.next_u64() as u32;
+    let sign = if rng.below(2) == 1 { -1.0 } else { 1.0 };
+    let step = |v: f32, k: u64| f32::from_bits(v.to_bits().wrapping_add(k as u32));
+    let finite = p.is_finite();
+    match rng.below(13) {
+        0 => f32::from_bits(SPECIALS[rng.below(SPECIALS.len() as u64) as usize]),
+        // cancellation: exactly, and within a few ulps of the addend
+        1 if finite => -p as f32,
+        2 if finite => step(-p as f32, rng.below(7)),
+        3 if finite && p != 0.0 => {
+            // a tie of `out`: the product's lowest bit is half an ulp of `out` at the
+            // addend's magnitude, whose bits above are random
+            let b = p.to_bits();
+            let e = ((b >> 52) & 0x7ff) as i32 - 1075 + (b | 1 << 52).trailing_zeros() as i32;
+            let m = out.man_bits() as i32;
+            let q = lowprec::format::pow2(e + 1);
+            (sign * q * ((1u64 << m) + rng.below(1 << m)) as f64) as f32
+        }
+        4 => (sign * out.min_normal()) as f32 * (1.0 + rng.below(9) as f32 / 4.0),
+        5 if finite => (sign * out.max_finite()) as f32 - p as f32,
+        // up to two ulps of `out` beyond its largest value
+        6 => step(
+            (sign * out.max_finite()) as f32,
+            rng.below(1 << (24 - out.man_bits().min(23))),
+        ),
+        // tiny: exponent fields 0–3
+        7 => f32::from_bits((bits & 0x807f_ffff) | (rng.below(4) as u32) << 23),
+        // near the product's magnitude, random
+        8 if finite => (p * (rng.unit() * 4.0 - 2.0)) as f32,
+        // a product's worth of cancellation leaving a few low bits
+        9 if finite => step(-p as f32, rng.below(1000)),
+        // a midpoint of `out` 2^30 to 2^70 above the product: the sum rounded to nearest in
+        // binary64 would lie on the midpoint (the double rounding that round to odd avoids)
+        10 if finite && p != 0.0 => {
+            let m = out.man_bits().min(21) as i32;
+            let e = ((p.abs().to_bits() >> 52) as i32 - 1023) + 30 + rng.below(41) as i32;
+            let mid = (1u64 << (m + 1)) + 2 * rng.below(1 << m) + 1;
+            (sign * mid as f64 * lowprec::format::pow2(e - m - 1)) as f32
+        }
+        _ => f32::from_bits(bits),
+    }
+}
+
+/// FMA of two 8-bit operands and a binary32 addend under NearestTiesToEven runs in binary64
+/// lanes (`ops::apply_fma_f32`, which `ops::apply` takes): on every pair of codes with eight
+/// addends each (`fma_addend`), the codes and counts equal the general exact path's
+/// (`ops::apply_scalar`, flags summed) under every saturation mode, and a quarter of the
+/// cases go through `ops::apply` against the exact reference (`reference`, rounded by
+/// `round_ref`), for fp8-e4m3 × fp8-e4m3 + binary32 into binary32, bfloat16 and fp8-e4m3,
+/// and Binary8p3se × Binary8p4se + binary32 into Binary8p3se.
+#[test]
+fn fma_with_a_binary32_addend_in_binary64_lanes() {
+    const ADDENDS: usize = 8;
+    let (e4m3, fp32) = (FloatFormat::FP8_E4M3, FloatFormat::FP32);
+    let (p3, p4) = (FloatFormat::BINARY8P3SE, FloatFormat::BINARY8P4SE);
+    let cases = [
+        (e4m3, e4m3, fp32),
+        (e4m3, e4m3, FloatFormat::BF16),
+        (e4m3, e4m3, e4m3),
+        (p3, p4, p3),
+    ];
+    for (k, (fa, fb, out)) in cases.into_iter().enumerate() {
+        let mut rng = common::Rng(0xf3a_0000 + k as u64);
+        let n = 65536 * ADDENDS;
+        let (mut a, mut b, mut c) = (vec![0u8; n], vec![0u8; n], vec![0f32; n]);
+        for i in 0..n {
+            let pair = i / ADDENDS;
+            (a[i], b[i]) = ((pair >> 8) as u8, pair as u8);
+            let (x, y) = (fa.decode(a[i] as u64), fb.decode(b[i] as u64));
+            c[i] = fma_addend(&mut rng, x, y, &out);
+        }
+        let ins = [fa, fb, fp32];
+        let fam = ops::family_p3109(&ins, &out, Op::Fma);
+        let mut prjs: Vec<Projection> = Saturation::ALL
+            .map(|s| Projection::new(Rounding::NearestTiesToEven, s))
+            .to_vec();
+        if fam {
+            prjs.extend(Saturation::ALL.map(|s| Projection {
+                draft: Draft::V4,
+                ..Projection::new(Rounding::NearestTiesToEven, s)
+            }));
+        }
+        for prj in &prjs {
+            let mut got = vec![0u32; n];
+            let counts = ops::apply_fma_f32(fa, &a, fb, &b, &c, out, prj, &mut got).unwrap();
+            let mut want = ops::Counts::default();
+            for i in 0..n {
+                let ops = [
+                    (fa, a[i] as u64),
+                    (fb, b[i] as u64),
+                    (fp32, c[i].to_bits() as u64),
+                ];
+                let r = ops::apply_scalar(Op::Fma, &ops, &out, prj, 0).unwrap();
+                assert_eq!(
+                    Some(got[i] as u64),
+                    r.code,
+                    "{} × {} + {:e} ({:#x}) into {} under {prj:?}",
+                    fa.decode(a[i] as u64),
+                    fb.decode(b[i] as u64),
+                    c[i],
+                    c[i].to_bits(),
+                    out.name()
+                );
+                let f = |bit: u8| u64::from(r.flags & bit != 0);
+                want.total += 1;
+                want.inexact += f(ops::flag::INEXACT);
+                want.overflow += f(ops::flag::OVERFLOW);
+                want.underflow += f(ops::flag::UNDERFLOW);
+                want.invalid += f(ops::flag::INVALID);
+                want.saturated += f(ops::flag::SATURATED);
+                want.nan += u64::from(r.code == out.nan_code(false));
+            }
+            assert_eq!(counts, want, "{} under {prj:?}", out.name());
+            // the cases reach every outcome
+            assert!(
+                want.inexact > n as u64 / 4
+                    && want.total - want.inexact > n as u64 / 20
+                    && want.nan > 10000
+                    // (binary32 results of 8-bit products neither overflow nor underflow)
+                    && (out == fp32 || (want.overflow > 1000 && want.underflow > 1000)),
+                "{}: {want:?}",
+                out.name()
+            );
+        }
+        // a quarter against the exact reference, through ops::apply
+        let pick = |v: &[u64]| v.iter().step_by(4).copied().collect::<Vec<u64>>();
+        let codes = [
+            pick(&a.iter().map(|&v| v as u64).collect::<Vec<_>>()),
+            pick(&b.iter().map(|&v| v as u64).collect::<Vec<_>>()),
+            pick(&c.iter().map(|v| v.to_bits() as u64).collect::<Vec<_>>()),
+        ];
+        assert_eq!(
+            check_codes(Op::Fma, &ins, &out, &codes, &prjs),
+            (codes[0].len() * prjs.len()) as u64
+        );
+    }
+}
+
+/// `ops::apply_fma_f32` against the general exact path on random codes and addends for
+/// operand and result formats of every kind it takes (signed and unsigned, IEEE, fn, fnuz,
+/// P3109 finite and extended, 2 to 23 mantissa bits), under every saturation mode and draft:
+/// the same codes, counts and errors (NaN into formats without NaN).
+#[test]
+fn fma_f32_lanes_equal_the_general_path_for_every_result_format() {
+    let outs: Vec<FloatFormat> = [
+        "fp32",
+        "tf32",
+        "fp16",
+        "bf16",
+        "fp8-e5m2",
+        "fp8-e4m3",
+        "fp8-e4m3fnuz",
+        "ue4m3",
+        "fp6-e3m2",
+        "fp6-e2m3",
+        "fp4-e2m1",
+        "binary8p3se",
+        "binary8p5sf",
+        "binary8p3ue",
+        "binary8p8ue",
+        "binary4p2sf",
+        "binary16p11se",
+    ]
+    .iter()
+    .map(|n| FloatFormat::parse(n).unwrap())
+    .collect();
+    let ins: Vec<FloatFormat> = [
+        "fp8-e5m2",
+        "binary8p1se",
+        "binary8p8ue",
+        "fp4-e2m1",
+        "fp8-e4m3fnuz",
+    ]
+    .iter()
+    .map(|n| FloatFormat::parse(n).unwrap())
+    .collect();
+    let fp32 = FloatFormat::FP32;
+    let mut rng = common::Rng(0xf3a_1000);
+    let n = 6000;
+    let mut errors = 0;
+    for out in &outs {
+        for (fa, fb) in ins.iter().zip(ins.iter().cycle().skip(1)) {
+            let (mut a, mut b, mut c) = (vec![0u8; n], vec![0u8; n], vec![0f32; n]);
+            for i in 0..n {
+                (a[i], b[i]) = (rng.below(256) as u8, rng.below(256) as u8);
+                let (x, y) = (fa.decode(a[i] as u64), fb.decode(b[i] as u64));
+                c[i] = fma_addend(&mut rng, x, y, out);
+            }
+            for s in Saturation::ALL {
+                for draft in [Draft::D1, Draft::V4] {
+                    let prj = Projection {
+                        draft,
+                        ..Projection::new(Rounding::NearestTiesToEven, s)
+                    };
+                    let mut got = vec![0u32; n];
+                    let counts = ops::apply_fma_f32(*fa, &a, *fb, &b, &c, *out, &prj, &mut got);
+                    let mut want = ops::Counts::default();
+                    let mut nan_without_nan = false;
+                    for i in 0..n {
+                        let ops = [
+                            (*fa, a[i] as u64),
+                            (*fb, b[i] as u64),
+                            (fp32, c[i].to_bits() as u64),
+                        ];
+                        let r = ops::apply_scalar(Op::Fma, &ops, out, &prj, 0).unwrap();
+                        let Some(code) = r.code else {
+                            nan_without_nan = true;
+                            continue;
+                        };
+                        if counts.is_ok() {
+                            assert_eq!(
+                                got[i] as u64,
+                                code,
+                                "{ops:?} into {} under {prj:?}",
+                                out.name()
+                            );
+                        }
+                        let f = |bit: u8| u64::from(r.flags & bit != 0);
+                        want.total += 1;
+                        want.inexact += f(ops::flag::INEXACT);
+                        want.overflow += f(ops::flag::OVERFLOW);
+                        want.underflow += f(ops::flag::UNDERFLOW);
+                        want.invalid += f(ops::flag::INVALID);
+                        want.saturated += f(ops::flag::SATURATED);
+                        want.nan += u64::from(Some(code) == out.nan_code(false));
+                    }
+                    if nan_without_nan {
+                        assert!(counts.is_err(), "{} has no NaN", out.name());
+                        errors += 1;
+                    } else {
+                        assert_eq!(
+                            counts.unwrap(),
+                            want,
+                            "{} {} into {} under {prj:?}",
+                            fa.name(),
+                            fb.name(),
+                            out.name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(errors > 0);
 }
 
 #[test]

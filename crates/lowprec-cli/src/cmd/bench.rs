@@ -192,6 +192,10 @@ impl Record {
             // two 2-byte operands in, a 2-byte code out
             return Some("r2r2w2".into());
         }
+        if self.input == "u8u8f32" && self.op.starts_with("op ") {
+            // two 1-byte operands and a 4-byte addend in, a 4-byte code out
+            return Some("r1r1r4w4".into());
+        }
         if self.input == "u8" && self.op.starts_with("op ") {
             // two 1-byte operands in, a 1- or 2-byte code out
             let wide = self.format.ends_with("bf16") || self.format.ends_with("fp16");
@@ -420,6 +424,48 @@ fn measure(
             })
     });
     push("probe", "r2r2w2", "-", "u16", "ordinary", "probe", t);
+    // FMA of two fp8-e4m3 codes and a binary32 addend into binary32 in binary64 lanes, and
+    // the probe of the same bytes (two 1-byte operands and a 4-byte addend in, 4 bytes out):
+    // the data's values rounded to fp8-e4m3, the second operand one element on, the addend
+    // two elements on
+    let e4m3 = FloatFormat::FP8_E4M3;
+    let mut fa = vec![0u8; n];
+    encode_into(
+        &e4m3,
+        &b.x32,
+        &mut fa,
+        &RoundOptions::new(RoundingMode::NearestEven),
+    )?;
+    let fb: Vec<u8> = fa.iter().skip(1).chain(&fa[..1]).copied().collect();
+    let fz: Vec<f32> = b.x32.iter().skip(2).chain(&b.x32[..2]).copied().collect();
+    let prj = Projection::default();
+    let fp32 = FloatFormat::FP32;
+    let t = time(a.reps, || {
+        drop(lowprec::ops::apply_fma_f32(
+            e4m3, &fa, e4m3, &fb, &fz, fp32, &prj, &mut b.c32,
+        ))
+    });
+    push(
+        "op fma",
+        "fp8-e4m3,fp8-e4m3,fp32→fp32",
+        "rne",
+        "u8u8f32",
+        "preallocated",
+        "lowprec",
+        t,
+    );
+    let t = time(a.reps, || {
+        b.c32
+            .par_chunks_mut(1 << 16)
+            .zip(fa.par_chunks(1 << 16))
+            .zip(fb.par_chunks(1 << 16).zip(fz.par_chunks(1 << 16)))
+            .for_each(|((o, x), (y, z))| {
+                for (o, ((x, y), z)) in o.iter_mut().zip(x.iter().zip(y).zip(z)) {
+                    *o = u32::from(*x ^ *y) ^ z.to_bits();
+                }
+            })
+    });
+    push("probe", "r1r1r4w4", "-", "u8u8f32", "ordinary", "probe", t);
     let half_f16 = time(a.reps, || half_f16(&b.x32, &mut b.c16));
     let half_bf16 = time(a.reps, || half_bf16(&b.x32, &mut b.c16));
     for (f, store, t) in probes {

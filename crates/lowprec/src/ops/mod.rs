@@ -40,12 +40,14 @@
 
 mod bf16;
 pub mod block;
+mod fma;
 pub mod project;
 pub mod reference;
 mod table;
 pub mod wide;
 
 pub use bf16::apply_bf16;
+pub use fma::apply_fma_f32;
 pub use project::{flag, project, Draft, Exact, Outcome, Projection, Rounding, Saturation};
 pub use table::PairTable;
 
@@ -993,7 +995,10 @@ pub(crate) fn check_random(random: &Random<'_>, n: usize, prj: &Projection) -> R
 ///
 /// Deterministic roundings of operations whose operands are all at most 8 bits wide (up to
 /// 16 bits in all) go through a table of every operand combination, computed once per call
-/// when the arrays are longer than the table; the result is the same.
+/// when the arrays are longer than the table; the result is the same. bfloat16 Add,
+/// Subtract and Multiply ([`apply_bf16`]) and FMA of two 8-bit operands and a binary32
+/// addend ([`apply_fma_f32`]) under NearestTiesToEven take vector paths, with the same
+/// results and counts.
 ///
 /// # Errors
 ///
@@ -1052,6 +1057,22 @@ pub fn apply(
             .iter_mut()
             .zip(&o)
             .for_each(|(d, &s)| *d = s as u64);
+        return Ok(c);
+    }
+    if op == Op::Fma && fma::applies(&fmts, out, prj) {
+        // two 8-bit operands and a binary32 addend under NearestTiesToEven: binary64 lanes
+        let mask = |k: usize| fmts[k].max_code();
+        let a: Vec<u8> = operands[0].1.iter().map(|&c| (c & mask(0)) as u8).collect();
+        let b: Vec<u8> = operands[1].1.iter().map(|&c| (c & mask(1)) as u8).collect();
+        let z: Vec<f32> = (operands[2].1.iter())
+            .map(|&c| f32::from_bits(c as u32))
+            .collect();
+        let mut o = vec![0u32; n];
+        let c = apply_fma_f32(fmts[0], &a, fmts[1], &b, &z, *out, prj, &mut o)?;
+        out_codes
+            .iter_mut()
+            .zip(&o)
+            .for_each(|(d, &s)| *d = u64::from(s));
         return Ok(c);
     }
     let width: u32 = fmts.iter().map(|f| f.bits()).sum();
