@@ -29,6 +29,21 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def vector_isa() -> str:
+    """The widest x86 vector extension the kernels dispatch to here (the figures differ a lot)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    if "avx512f" in flags:
+                        return "AVX-512"
+                    return "AVX2" if "avx2" in flags else "no AVX2"
+    except OSError:
+        pass
+    return "unknown vector extensions"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bench_json", help="the output of `lowprec bench --json`")
@@ -50,7 +65,7 @@ def main() -> None:
         "4 B and write 1 B per element; ordinary and non-temporal stores), the memory limit of that",
         "traffic; `/ half` to the `half` crate's slice conversion (binary16 and bfloat16 encodes).",
         "",
-        f"* machine: {cpu_model()}, {os.cpu_count()} cores",
+        f"* machine: {cpu_model()}, {os.cpu_count()} cores, {vector_isa()}",
         f"* date: {datetime.date.today().isoformat()}",
         f"* command: `{a.command}`",
         "",

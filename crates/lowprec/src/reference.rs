@@ -187,13 +187,18 @@ pub fn round(fmt: &FloatFormat, x: f64, opts: &RoundOptions, index: u64) -> RefR
     st.inexact = inexact as u64;
     st.underflow = (inexact && x.abs() < fmt.min_normal()) as u64;
 
-    // The value n · 2^qe, with unbounded exponent.
-    // n ≤ 2^(m+1) ≤ 2^53 (m ≤ 52): exact as u64 and as f64
-    let mut v = n as u64 as f64 * pow2(-m) * pow2(qe + m);
-    if n == 0 {
-        v = 0.0;
-    }
-    if v > fmt.max_finite() {
+    // The code magnitude with unbounded exponent: the field of the quantum's binade with n
+    // on top (subnormals sit in field 0 with n < 2^m; an n that carried to 2^(m+1) moves
+    // into the next field by the addition). qe ≥ emin − m, so the field is not negative.
+    // Formats without zero number their fields from 2^emin, one lower, and round anything
+    // below it up to it (code 0).
+    let unbounded = (((qe + m - emin) as u128) << m) + n;
+    let mag = if fmt.has_zero() {
+        unbounded
+    } else {
+        unbounded.saturating_sub(1 << m)
+    };
+    if mag > u128::from(fmt.max_mag()) {
         st.inexact = 1;
         st.overflow = 1;
         return match beyond(opts.mode, opts.overflow, negative, fmt) {
@@ -204,9 +209,12 @@ pub fn round(fmt: &FloatFormat, x: f64, opts: &RoundOptions, index: u64) -> RefR
             Beyond::Away => away_result(st),
         };
     }
-    if !fmt.has_zero() && v < fmt.min_normal() {
-        v = fmt.min_normal(); // no zero, no subnormals: the smallest value
-    }
+    // The value n · 2^qe (n ≤ 2^(m+1) ≤ 2^53: exact as u64 and as f64).
+    let v = if !fmt.has_zero() && mag == 0 {
+        fmt.min_normal() // no zero, no subnormals: the smallest value
+    } else {
+        n as u64 as f64 * pow2(-m) * pow2(qe + m)
+    };
     if v == 0.0 {
         st.flushed = 1;
         let keep_sign = fmt.has_negative_zero() && negative;
@@ -216,25 +224,7 @@ pub fn round(fmt: &FloatFormat, x: f64, opts: &RoundOptions, index: u64) -> RefR
             status: st,
         };
     }
-
-    // The code of v: exponent and significand read off the value.
-    let ve = {
-        let b = v.to_bits();
-        let f = ((b >> 52) & 0x7ff) as i32;
-        if f == 0 {
-            -1074 + 63 - (b & ((1u64 << 52) - 1)).leading_zeros() as i32
-        } else {
-            f - 1023
-        }
-    };
-    let mag = if ve < emin {
-        // subnormal: v / 2^(emin − m)
-        (v / pow2(emin - m)) as u64
-    } else {
-        let sig = (v / pow2(ve - m)) as u64; // in [2^m, 2^(m+1))
-        let field = (ve - emin) as u64 + fmt.has_zero() as u64;
-        (field << m) | (sig - (1u64 << m))
-    };
+    let mag = mag as u64;
     RefResult {
         code: Some(mag | sign),
         value: if negative { -v } else { v },

@@ -675,6 +675,19 @@ fn small() -> Vec<FloatFormat> {
     ]
 }
 
+/// Count one element's outcome (its flags, and whether its code is the result format's NaN)
+/// into `c`, as the library's counts do.
+fn count_outcome(c: &mut ops::Counts, flags: u8, nan: bool) {
+    let f = |bit: u8| u64::from(flags & bit != 0);
+    c.total += 1;
+    c.inexact += f(ops::flag::INEXACT);
+    c.overflow += f(ops::flag::OVERFLOW);
+    c.underflow += f(ops::flag::UNDERFLOW);
+    c.invalid += f(ops::flag::INVALID);
+    c.saturated += f(ops::flag::SATURATED);
+    c.nan += u64::from(nan);
+}
+
 #[test]
 fn binary_operations_on_every_pair_of_8_bit_codes() {
     for f in eight_bit().iter().chain(small().iter()) {
@@ -902,14 +915,7 @@ fn bf16_arithmetic_in_binary32_lanes() {
                     a[i],
                     b[i]
                 );
-                let f = |bit: u8| u64::from(r.flags & bit != 0);
-                want.total += 1;
-                want.inexact += f(ops::flag::INEXACT);
-                want.overflow += f(ops::flag::OVERFLOW);
-                want.underflow += f(ops::flag::UNDERFLOW);
-                want.invalid += f(ops::flag::INVALID);
-                want.saturated += f(ops::flag::SATURATED);
-                want.nan += u64::from(r.code == bf.nan_code(false));
+                count_outcome(&mut want, r.flags, r.code == bf.nan_code(false));
             }
             assert_eq!(got, want, "{op} under {:?}", prj.saturation);
             // (sums that underflow are exact: no underflow flag)
@@ -1049,14 +1055,7 @@ fn fma_with_a_binary32_addend_in_binary64_lanes() {
                     c[i].to_bits(),
                     out.name()
                 );
-                let f = |bit: u8| u64::from(r.flags & bit != 0);
-                want.total += 1;
-                want.inexact += f(ops::flag::INEXACT);
-                want.overflow += f(ops::flag::OVERFLOW);
-                want.underflow += f(ops::flag::UNDERFLOW);
-                want.invalid += f(ops::flag::INVALID);
-                want.saturated += f(ops::flag::SATURATED);
-                want.nan += u64::from(r.code == out.nan_code(false));
+                count_outcome(&mut want, r.flags, r.code == out.nan_code(false));
             }
             assert_eq!(counts, want, "{} under {prj:?}", out.name());
             // the cases reach every outcome
@@ -1163,14 +1162,7 @@ fn fma_f32_lanes_equal_the_general_path_for_every_result_format() {
                                 out.name()
                             );
                         }
-                        let f = |bit: u8| u64::from(r.flags & bit != 0);
-                        want.total += 1;
-                        want.inexact += f(ops::flag::INEXACT);
-                        want.overflow += f(ops::flag::OVERFLOW);
-                        want.underflow += f(ops::flag::UNDERFLOW);
-                        want.invalid += f(ops::flag::INVALID);
-                        want.saturated += f(ops::flag::SATURATED);
-                        want.nan += u64::from(Some(code) == out.nan_code(false));
+                        count_outcome(&mut want, r.flags, Some(code) == out.nan_code(false));
                     }
                     if nan_without_nan {
                         assert!(counts.is_err(), "{} has no NaN", out.name());
