@@ -62,6 +62,7 @@ pub mod int;
 pub mod io;
 pub mod layer_group;
 pub mod metrics;
+mod mono;
 pub mod ops;
 pub mod quant;
 pub mod range;

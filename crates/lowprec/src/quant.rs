@@ -505,6 +505,30 @@ pub fn quantize_int_codes_into<I: Float, C: Code>(
     zeros: &mut [f64],
     clips: &mut [f64],
 ) -> Result<(u64, u64)> {
+    I::quantize_int_codes_into(
+        x,
+        row_len,
+        o,
+        values,
+        C::codes_mut(codes),
+        scales,
+        zeros,
+        clips,
+    )
+}
+
+/// [`quantize_int_codes_into`] for the types it is called with (see `crate::mono`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn quantize_int_codes_into_generic<I: Float, C: Code>(
+    x: &[I],
+    row_len: usize,
+    o: &IntOptions,
+    values: Option<&mut [I]>,
+    codes: &mut [C],
+    scales: &mut [f64],
+    zeros: &mut [f64],
+    clips: &mut [f64],
+) -> Result<(u64, u64)> {
     if o.bits > C::BITS {
         return Err(Error::InvalidArgument(format!(
             "{}-bit integer codes do not fit {}; take a code type of at least {} bits",

@@ -662,6 +662,11 @@ impl ErrorStats {
     ///
     /// When the two slices differ in length (a caller's bug, not a property of the data).
     pub fn of<I: Float>(approx: &[I], exact: &[I]) -> ErrorStats {
+        I::error_stats(approx, exact)
+    }
+
+    /// [`Self::of`] for the types it is called with (see `crate::mono`).
+    pub(crate) fn of_generic<I: Float>(approx: &[I], exact: &[I]) -> ErrorStats {
         assert_eq!(
             approx.len(),
             exact.len(),

@@ -156,6 +156,16 @@ pub fn accumulate_into<I: Float>(
     out: &mut [f64],
     opts: &AccumOptions,
 ) -> Result<Status> {
+    I::accumulate_into(values, cols, out, opts)
+}
+
+/// [`accumulate_into`] for the types it is called with (see `crate::mono`).
+pub(crate) fn accumulate_into_generic<I: Float>(
+    values: &[I],
+    cols: usize,
+    out: &mut [f64],
+    opts: &AccumOptions,
+) -> Result<Status> {
     let rows = check_shape(values.len(), cols)?;
     if out.len() != rows {
         return Err(Error::InvalidArgument(format!(

@@ -292,6 +292,18 @@ pub fn mx_quantize_into<I: Float, O: Float>(
     codes: &mut [u8],
     scales: &mut [u8],
 ) -> Result<BlockStatus> {
+    I::mx_quantize_into(x, row_len, opts, O::floats_mut(values), codes, scales)
+}
+
+/// [`mx_quantize_into`] for the types it is called with (see `crate::mono`).
+pub(crate) fn mx_quantize_into_generic<I: Float, O: Float>(
+    x: &[I],
+    row_len: usize,
+    opts: &MxOptions,
+    values: &mut [O],
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<BlockStatus> {
     let rows = opts.check(x.len(), row_len)?;
     let nb = opts.blocks_per_row(row_len);
     if values.len() != x.len() || codes.len() != x.len() || scales.len() != rows * nb {
@@ -326,6 +338,17 @@ pub fn mx_quantize_into<I: Float, O: Float>(
 /// assert_eq!((c[0], c[31], s[0]), (0b1101, 0b0110, 127)); // −3, 4 (4.75 rounds to 4), 2^0
 /// ```
 pub fn mx_encode_into<I: Float>(
+    x: &[I],
+    row_len: usize,
+    opts: &MxOptions,
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<BlockStatus> {
+    I::mx_encode_into(x, row_len, opts, codes, scales)
+}
+
+/// [`mx_encode_into`] for the types it is called with (see `crate::mono`).
+pub(crate) fn mx_encode_into_generic<I: Float>(
     x: &[I],
     row_len: usize,
     opts: &MxOptions,

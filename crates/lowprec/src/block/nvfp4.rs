@@ -128,6 +128,18 @@ pub fn nvfp4_quantize_into<I: Float, O: Float>(
     codes: &mut [u8],
     scales: &mut [u8],
 ) -> Result<(f32, BlockStatus)> {
+    I::nvfp4_quantize_into(x, row_len, opts, O::floats_mut(values), codes, scales)
+}
+
+/// [`nvfp4_quantize_into`] for the types it is called with (see `crate::mono`).
+pub(crate) fn nvfp4_quantize_into_generic<I: Float, O: Float>(
+    x: &[I],
+    row_len: usize,
+    opts: &Nvfp4Options,
+    values: &mut [O],
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Result<(f32, BlockStatus)> {
     let rows = check(x.len(), row_len, opts)?;
     let nb = blocks_per_row(row_len);
     if values.len() != x.len() || codes.len() != x.len() || scales.len() != rows * nb {
@@ -165,7 +177,7 @@ pub fn nvfp4_encode_into<I: Float>(
     codes: &mut [u8],
     scales: &mut [u8],
 ) -> Result<(f32, BlockStatus)> {
-    encode_piece_into(x, row_len, opts, None, codes, scales)
+    I::nvfp4_encode_into(x, row_len, opts, codes, scales)
 }
 
 /// [`nvfp4_encode_into`] of a piece of whole rows of a tensor whose largest magnitude is

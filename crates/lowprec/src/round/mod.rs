@@ -41,7 +41,7 @@
 
 pub(crate) mod kernel;
 pub(crate) mod random;
-mod slice;
+pub(crate) mod slice;
 pub(crate) mod types;
 
 pub use random::random_bits;

@@ -267,6 +267,16 @@ pub fn round_into<I: Float, O: Float>(
     dst: &mut [O],
     opts: &RoundOptions,
 ) -> Result<Status> {
+    I::round_into(fmt, src, O::floats_mut(dst), opts)
+}
+
+/// [`round_into`] for the types it is called with (see `crate::mono`).
+pub(crate) fn round_into_generic<I: Float, O: Float>(
+    fmt: &FloatFormat,
+    src: &[I],
+    dst: &mut [O],
+    opts: &RoundOptions,
+) -> Result<Status> {
     check_len(src.len(), dst.len())?;
     check_values::<O>(fmt)?;
     if let (Some(hw), Some(s), Some(d)) = (
@@ -306,6 +316,15 @@ pub fn round_into<I: Float, O: Float>(
 /// assert_eq!(x, [1.0078125, -3.296875]);
 /// ```
 pub fn round_in_place<I: Float>(
+    fmt: &FloatFormat,
+    data: &mut [I],
+    opts: &RoundOptions,
+) -> Result<Status> {
+    I::round_in_place(fmt, data, opts)
+}
+
+/// [`round_in_place`] for the types it is called with (see `crate::mono`).
+pub(crate) fn round_in_place_generic<I: Float>(
     fmt: &FloatFormat,
     data: &mut [I],
     opts: &RoundOptions,
@@ -392,6 +411,16 @@ pub fn encode_into<I: Float, C: Code>(
     dst: &mut [C],
     opts: &RoundOptions,
 ) -> Result<Status> {
+    I::encode_into(fmt, src, C::codes_mut(dst), opts)
+}
+
+/// [`encode_into`] for the types it is called with (see `crate::mono`).
+pub(crate) fn encode_into_generic<I: Float, C: Code>(
+    fmt: &FloatFormat,
+    src: &[I],
+    dst: &mut [C],
+    opts: &RoundOptions,
+) -> Result<Status> {
     check_len(src.len(), dst.len())?;
     if C::BITS < fmt.bits() {
         return Err(Error::CodeTypeTooNarrow {
@@ -462,6 +491,15 @@ pub fn encode_vec<I: Float, C: Code>(
 /// assert!(decode_into(&FloatFormat::FP4_E2M1, &[0x10u8], &mut v[..1]).is_err());
 /// ```
 pub fn decode_into<C: Code, O: Float>(fmt: &FloatFormat, codes: &[C], dst: &mut [O]) -> Result<()> {
+    O::decode_into(fmt, C::codes(codes), dst)
+}
+
+/// [`decode_into`] for the types it is called with (see `crate::mono`).
+pub(crate) fn decode_into_generic<C: Code, O: Float>(
+    fmt: &FloatFormat,
+    codes: &[C],
+    dst: &mut [O],
+) -> Result<()> {
     check_len(codes.len(), dst.len())?;
     check_values::<O>(fmt)?;
     let max = fmt.max_code();

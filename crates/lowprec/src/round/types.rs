@@ -117,7 +117,16 @@ word!(u64, i64);
 
 /// A binary float the slice API reads and writes: `f32` or `f64`.
 pub trait Float:
-    sealed::Sealed + Copy + Default + PartialEq + PartialOrd + Debug + Send + Sync + 'static
+    sealed::Sealed
+    + crate::mono::Instances
+    + Copy
+    + Default
+    + PartialEq
+    + PartialOrd
+    + Debug
+    + Send
+    + Sync
+    + 'static
 {
     /// The bits, as the kernels' lane word.
     type Bits: Word;
@@ -262,7 +271,9 @@ impl Float for f64 {
 }
 
 /// An unsigned integer holding codes: `u8`, `u16`, `u32` or `u64`.
-pub trait Code: sealed::Sealed + Copy + Default + Eq + Ord + Debug + Send + Sync + 'static {
+pub trait Code:
+    sealed::Sealed + crate::mono::CodeSlices + Copy + Default + Eq + Ord + Debug + Send + Sync + 'static
+{
     /// Width in bits.
     const BITS: u32;
     /// The numpy name (`uint8` …).

@@ -454,6 +454,18 @@ impl Scheme {
         codes: &mut [C],
         enc: &mut Encoded,
     ) -> Result<Counts> {
+        I::scheme_quantize_into(self, x, shape, values, C::codes_mut(codes), enc)
+    }
+
+    /// [`Self::quantize_into`] for the types it is called with (see `crate::mono`).
+    pub(crate) fn quantize_into_generic<I: Float, C: Code>(
+        &self,
+        x: &[I],
+        shape: &[usize],
+        values: &mut [I],
+        codes: &mut [C],
+        enc: &mut Encoded,
+    ) -> Result<Counts> {
         self.check_outputs(x, shape, values.len(), codes.len(), enc)?;
         if let Some(r) = self.rotation {
             return self.rotated(&r, x, shape, values, codes, enc, true);
@@ -487,6 +499,25 @@ impl Scheme {
     /// As [`Scheme::encode_into`].
     #[doc(hidden)]
     pub fn general_into<I: Float, O: Float, C: Code>(
+        &self,
+        x: &[I],
+        shape: &[usize],
+        values: &mut [O],
+        codes: &mut [C],
+        enc: &mut Encoded,
+    ) -> Result<Counts> {
+        I::scheme_general_into(
+            self,
+            x,
+            shape,
+            O::floats_mut(values),
+            C::codes_mut(codes),
+            enc,
+        )
+    }
+
+    /// [`Self::general_into`] for the types it is called with (see `crate::mono`).
+    pub(crate) fn general_into_generic<I: Float, O: Float, C: Code>(
         &self,
         x: &[I],
         shape: &[usize],
@@ -617,6 +648,17 @@ impl Scheme {
     ///
     /// [`Error::InvalidArgument`] when the codes or scales do not fit the scheme and shape.
     pub fn dequantize_into<C: Code, O: Float>(
+        &self,
+        codes: &[C],
+        enc: &Encoded,
+        shape: &[usize],
+        out: &mut [O],
+    ) -> Result<()> {
+        O::scheme_dequantize_into(self, C::codes(codes), enc, shape, out)
+    }
+
+    /// [`Self::dequantize_into`] for the types it is called with (see `crate::mono`).
+    pub(crate) fn dequantize_into_generic<C: Code, O: Float>(
         &self,
         codes: &[C],
         enc: &Encoded,
