@@ -87,22 +87,17 @@ fn task(op: Op, a: &[u16], b: &[u16], prj: &Projection, out: &mut [u16]) -> Coun
     let fmts = [bf16, bf16];
     let nan_code = bf16.nan_code(false);
     let mut c = Counts::default();
-    let mut status = [0u8; PASS];
     for ((o, a), b) in out.chunks_mut(PASS).zip(a.chunks(PASS)).zip(b.chunks(PASS)) {
-        let st = &mut status[..o.len()];
-        let (inexact, general) = crate::simd::dispatch(Pass {
-            op,
-            a,
-            b,
-            out: o,
-            status: st,
-        });
+        let (inexact, general) = crate::simd::dispatch(Pass { op, a, b, out: o });
         c.total += o.len() as u64;
         c.inexact += inexact;
         if general == 0 {
             continue;
         }
-        for (i, _) in st.iter().enumerate().filter(|(_, &s)| s == GENERAL) {
+        // the pass kept no per-element status (a store per element): find its general
+        // elements again, in the few pieces that have one
+        let general_at = (0..o.len()).filter(|&i| status(op, a[i], b[i]) == GENERAL);
+        for i in general_at {
             let vals = [operand(&bf16, a[i] as u64), operand(&bf16, b[i] as u64)];
             let r = eval(op, &fmts, &vals, &bf16, prj, false, 0);
             // bfloat16 has a NaN: every outcome has a code
@@ -119,14 +114,13 @@ fn task(op: Op, a: &[u16], b: &[u16], prj: &Projection, out: &mut [u16]) -> Coun
 /// An element the vector step left to the general path.
 const GENERAL: u8 = 2;
 
-/// The vector pass over one piece: codes of the common elements, `GENERAL` in `status` for
-/// the others; the numbers of inexact common elements and of the others.
+/// The vector pass over one piece: the codes of the common elements (the general path then
+/// overwrites the others); the numbers of inexact common elements and of the others.
 struct Pass<'a> {
     op: Op,
     a: &'a [u16],
     b: &'a [u16],
     out: &'a mut [u16],
-    status: &'a mut [u8],
 }
 
 impl crate::simd::Kernel for Pass<'_> {
@@ -134,29 +128,32 @@ impl crate::simd::Kernel for Pass<'_> {
     #[inline(always)]
     fn run(self) -> (u64, u64) {
         match self.op {
-            Op::Multiply => pass::<true, false>(self.a, self.b, self.out, self.status),
-            Op::Subtract => pass::<false, true>(self.a, self.b, self.out, self.status),
-            _ => pass::<false, false>(self.a, self.b, self.out, self.status),
+            Op::Multiply => pass::<true, false>(self.a, self.b, self.out),
+            Op::Subtract => pass::<false, true>(self.a, self.b, self.out),
+            _ => pass::<false, false>(self.a, self.b, self.out),
         }
     }
 }
 
 #[inline(always)]
-fn pass<const MUL: bool, const SUB: bool>(
-    a: &[u16],
-    b: &[u16],
-    out: &mut [u16],
-    st: &mut [u8],
-) -> (u64, u64) {
+fn pass<const MUL: bool, const SUB: bool>(a: &[u16], b: &[u16], out: &mut [u16]) -> (u64, u64) {
     let (mut inexact, mut general) = (0u32, 0u32);
-    for (((o, s), &a), &b) in out.iter_mut().zip(st.iter_mut()).zip(a).zip(b) {
+    for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
         let (code, status) = step::<MUL, SUB>(a, b);
         *o = code;
-        *s = status;
         inexact += u32::from(status == 1);
         general += u32::from(status == GENERAL);
     }
     (u64::from(inexact), u64::from(general))
+}
+
+/// The status of one element under `op` (as [`step`] gives it).
+fn status(op: Op, a: u16, b: u16) -> u8 {
+    match op {
+        Op::Multiply => step::<true, false>(a, b).1,
+        Op::Subtract => step::<false, true>(a, b).1,
+        _ => step::<false, false>(a, b).1,
+    }
 }
 
 /// One element: `(code, 0 exact | 1 inexact | GENERAL)`.

@@ -10,7 +10,8 @@
 //! Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding
 //! to odd", IEEE Transactions on Computers 57(4), 2008), so every result format of precision
 //! `p ≤ 51` takes one integer rounding of the binary64 bits (`(bits + half − 1 + lsb) >>
-//! (52 − m)`, the exponent carrying into the code's exponent field).
+//! (52 − m)`, the exponent carrying into the code's exponent field). For a binary32 result the
+//! hardware's binary64 → binary32 conversion (to nearest even) is that rounding.
 //!
 //! The vector step only claims the common case, where the flags are simple: finite operands,
 //! a nonzero result with `min_normal ≤ |r|` before rounding and at most the largest finite
@@ -150,6 +151,9 @@ struct Consts {
     sign: u64,
     /// 1 for a signed result format (negative results are common), 0 otherwise.
     signed: u64,
+    /// The result format is binary32: the hardware's binary64 → binary32 conversion
+    /// (to nearest even) takes the place of the integer rounding ([`step_f32`]).
+    f32_out: bool,
 }
 
 impl<'a> Job<'a> {
@@ -173,6 +177,7 @@ impl<'a> Job<'a> {
             max_mag: out.max_mag(),
             sign: out.sign_mask(),
             signed: u64::from(out.is_signed()),
+            f32_out: out == FloatFormat::FP32,
         };
         Job {
             fmts,
@@ -196,14 +201,12 @@ impl<'a> Job<'a> {
     ) -> std::result::Result<Counts, usize> {
         let nan_code = self.out.nan_code(false);
         let mut n = Counts::default();
-        let mut status = [0u8; PASS];
         let mut prod = vec![0f64; PASS];
         let pieces = out
             .chunks_mut(PASS)
             .zip(a.chunks(PASS))
             .zip(b.chunks(PASS).zip(c.chunks(PASS)));
         for (p, ((o, a), (b, c))) in pieces.enumerate() {
-            let st = &mut status[..o.len()];
             let (inexact, general) = crate::simd::dispatch(Pass {
                 ta: &self.ta,
                 tb: &self.tb,
@@ -212,7 +215,6 @@ impl<'a> Job<'a> {
                 b,
                 c,
                 out: o,
-                status: st,
                 prod: &mut prod,
             });
             n.total += o.len() as u64;
@@ -220,7 +222,14 @@ impl<'a> Job<'a> {
             if general == 0 {
                 continue;
             }
-            for (i, _) in st.iter().enumerate().filter(|(_, &s)| s == GENERAL) {
+            // the pass kept no per-element status (a store per element): find its general
+            // elements again, in the few pieces that have one
+            let k = &self.k;
+            let status = |i: usize| match k.f32_out {
+                true => step_f32(prod[i], c[i], k).1,
+                false => step(prod[i], c[i], k).1,
+            };
+            for i in (0..o.len()).filter(|&i| status(i) == GENERAL) {
                 let vals = [
                     operand(&self.fmts[0], u64::from(a[i])),
                     operand(&self.fmts[1], u64::from(b[i])),
@@ -249,8 +258,8 @@ impl<'a> Job<'a> {
 /// An element the vector step left to the general path.
 const GENERAL: u8 = 2;
 
-/// The vector pass over one piece: codes of the common elements, `GENERAL` in `status` for
-/// the others; the numbers of inexact common elements and of the others.
+/// The vector pass over one piece: the codes of the common elements (the general path then
+/// overwrites the others); the numbers of inexact common elements and of the others.
 struct Pass<'a> {
     ta: &'a [f64; 256],
     tb: &'a [f64; 256],
@@ -259,7 +268,6 @@ struct Pass<'a> {
     b: &'a [u8],
     c: &'a [f32],
     out: &'a mut [u32],
-    status: &'a mut [u8],
     /// Room for the piece's products.
     prod: &'a mut [f64],
 }
@@ -275,13 +283,20 @@ impl crate::simd::Kernel for Pass<'_> {
             *p = ta[usize::from(a)] * tb[usize::from(b)];
         }
         let (mut inexact, mut general) = (0u32, 0u32);
-        let lanes = self.out.iter_mut().zip(self.status.iter_mut());
-        for ((o, s), (&p, &c)) in lanes.zip(prod.iter().zip(self.c)) {
-            let (code, status) = step(p, c, k);
-            *o = code;
-            *s = status;
-            inexact += u32::from(status == 1);
-            general += u32::from(status == GENERAL);
+        if k.f32_out {
+            for (o, (&p, &c)) in self.out.iter_mut().zip(prod.iter().zip(self.c)) {
+                let (code, status) = step_f32(p, c, k);
+                *o = code;
+                inexact += u32::from(status == 1);
+                general += u32::from(status == GENERAL);
+            }
+        } else {
+            for (o, (&p, &c)) in self.out.iter_mut().zip(prod.iter().zip(self.c)) {
+                let (code, status) = step(p, c, k);
+                *o = code;
+                inexact += u32::from(status == 1);
+                general += u32::from(status == GENERAL);
+            }
         }
         (u64::from(inexact), u64::from(general))
     }
@@ -292,10 +307,10 @@ const SIGN: u64 = 1 << 63;
 /// binary64's +Inf bits (the smallest magnitude that is not finite).
 const INF: u64 = 0x7ff0_0000_0000_0000;
 
-/// One element from its product `p` (exact: two significands of at most 8 bits, exponents
-/// far inside binary64's range) and addend: `(code, 0 exact | 1 inexact | GENERAL)`.
+/// `p + z` rounded to odd at 53 bits, as binary64 bits: the hardware sum, and where TwoSum's
+/// exact error is nonzero and the sum's last bit even, one ulp toward the error.
 #[inline(always)]
-fn step(p: f64, z: f32, k: &Consts) -> (u32, u8) {
+fn sum_to_odd(p: f64, z: f32) -> u64 {
     let z = f64::from(z);
     let s = p + z;
     // TwoSum: the error of the binary64 sum, exactly (zero when the sum is exact)
@@ -309,7 +324,14 @@ fn step(p: f64, z: f32, k: &Consts) -> (u32, u8) {
     } else {
         u64::MAX
     };
-    let ro = sb.wrapping_add(if err != 0.0 && sb & 1 == 0 { toward } else { 0 });
+    sb.wrapping_add(if err != 0.0 && sb & 1 == 0 { toward } else { 0 })
+}
+
+/// One element from its product `p` (exact: two significands of at most 8 bits, exponents
+/// far inside binary64's range) and addend: `(code, 0 exact | 1 inexact | GENERAL)`.
+#[inline(always)]
+fn step(p: f64, z: f32, k: &Consts) -> (u32, u8) {
+    let ro = sum_to_odd(p, z);
     let mag = ro & !SIGN;
     let neg = ro >> 63;
     // round to nearest even into `m` bits; the exponent carries into the code's field
@@ -319,6 +341,22 @@ fn step(p: f64, z: f32, k: &Consts) -> (u32, u8) {
         mag >= k.min_normal && mag < INF && code_mag <= k.max_mag && (neg & !k.signed) == 0;
     let code = (code_mag | (neg * k.sign)) as u32;
     let inexact = mag & k.low != 0;
+    let status = if common { u8::from(inexact) } else { GENERAL };
+    (code, status)
+}
+
+/// [`step`] for a binary32 result: the hardware converts the rounded-to-odd sum to binary32
+/// to nearest even (53 ≥ 24 + 2 bits: one rounding of the exact value, as the integer
+/// rounding gives), and the result is inexact exactly when converting it back differs. The
+/// common case is the same: `min_normal ≤ |r|` before rounding and a finite result.
+#[inline(always)]
+fn step_f32(p: f64, z: f32, k: &Consts) -> (u32, u8) {
+    let ro = sum_to_odd(p, z);
+    let mag = ro & !SIGN;
+    let r = f64::from_bits(ro) as f32;
+    let code = r.to_bits();
+    let common = mag >= k.min_normal && code & 0x7f80_0000 != 0x7f80_0000;
+    let inexact = f64::from(r).to_bits() != ro;
     let status = if common { u8::from(inexact) } else { GENERAL };
     (code, status)
 }
