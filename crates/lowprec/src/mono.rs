@@ -108,31 +108,61 @@ code_slices!(u16, U16);
 code_slices!(u32, U32);
 code_slices!(u64, U64);
 
-/// The float type's slices, erased, and the entry points instantiated for it (a supertrait
-/// of [`Float`](crate::Float)): each method is the public generic function it names, for `Self`, with the
-/// other element types erased.
-#[allow(clippy::too_many_arguments)]
-pub trait Instances: Sized {
-    /// The slice as [`FloatsMut`].
-    fn floats_mut(s: &mut [Self]) -> FloatsMut<'_>;
+/// Declares [`Instances`] from one list of methods (documentation, signature, body) and
+/// implements it for `f32` and `f64` (`$v`: the [`FloatsMut`] variant of each).
+macro_rules! instances {
+    ($(
+        $(#[$doc:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty { $body:expr }
+    )*) => {
+        /// The float type's slices, erased, and the entry points instantiated for it (a
+        /// supertrait of [`Float`](crate::Float)): each method is the public generic
+        /// function it names, for `Self`, with the other element types erased.
+        #[allow(clippy::too_many_arguments)]
+        pub trait Instances: Sized {
+            /// The slice as [`FloatsMut`].
+            fn floats_mut(s: &mut [Self]) -> FloatsMut<'_>;
+            $($(#[$doc])* fn $name($($arg: $ty),*) -> $ret;)*
+        }
+        instances!(@impl f32, F32, $(fn $name($($arg: $ty),*) -> $ret { $body })*);
+        instances!(@impl f64, F64, $(fn $name($($arg: $ty),*) -> $ret { $body })*);
+    };
+    (@impl $t:ty, $v:ident, $(fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty { $body:expr })*) => {
+        impl Instances for $t {
+            #[inline(always)]
+            fn floats_mut(s: &mut [Self]) -> FloatsMut<'_> {
+                FloatsMut::$v(s)
+            }
+            $(
+                #[inline(never)]
+                fn $name($($arg: $ty),*) -> $ret {
+                    $body
+                }
+            )*
+        }
+    };
+}
+
+instances! {
     /// [`crate::round::round_into`].
-    fn round_into(
-        fmt: &FloatFormat,
-        src: &[Self],
-        dst: FloatsMut<'_>,
-        opts: &RoundOptions,
-    ) -> Result<Status>;
+    fn round_into(fmt: &FloatFormat, src: &[Self], dst: FloatsMut<'_>, opts: &RoundOptions)
+        -> Result<Status> {
+        with_floats!(dst, d => crate::round::slice::round_into_generic(fmt, src, d, opts))
+    }
     /// [`crate::round::round_in_place`].
-    fn round_in_place(fmt: &FloatFormat, data: &mut [Self], opts: &RoundOptions) -> Result<Status>;
+    fn round_in_place(fmt: &FloatFormat, data: &mut [Self], opts: &RoundOptions)
+        -> Result<Status> {
+        crate::round::slice::round_in_place_generic(fmt, data, opts)
+    }
     /// [`crate::round::encode_into`].
-    fn encode_into(
-        fmt: &FloatFormat,
-        src: &[Self],
-        dst: CodesMut<'_>,
-        opts: &RoundOptions,
-    ) -> Result<Status>;
+    fn encode_into(fmt: &FloatFormat, src: &[Self], dst: CodesMut<'_>, opts: &RoundOptions)
+        -> Result<Status> {
+        with_codes!(CodesMut, dst, d => crate::round::slice::encode_into_generic(fmt, src, d, opts))
+    }
     /// [`crate::round::decode_into`] (`Self` the output type).
-    fn decode_into(fmt: &FloatFormat, codes: Codes<'_>, dst: &mut [Self]) -> Result<()>;
+    fn decode_into(fmt: &FloatFormat, codes: Codes<'_>, dst: &mut [Self]) -> Result<()> {
+        with_codes!(Codes, codes, c => crate::round::slice::decode_into_generic(fmt, c, dst))
+    }
     /// [`Scheme::quantize_into`].
     fn scheme_quantize_into(
         s: &Scheme,
@@ -141,7 +171,9 @@ pub trait Instances: Sized {
         values: &mut [Self],
         codes: CodesMut<'_>,
         enc: &mut Encoded,
-    ) -> Result<Counts>;
+    ) -> Result<Counts> {
+        with_codes!(CodesMut, codes, c => s.quantize_into_generic(x, shape, values, c, enc))
+    }
     /// [`Scheme::general_into`].
     fn scheme_general_into(
         s: &Scheme,
@@ -150,7 +182,9 @@ pub trait Instances: Sized {
         values: FloatsMut<'_>,
         codes: CodesMut<'_>,
         enc: &mut Encoded,
-    ) -> Result<Counts>;
+    ) -> Result<Counts> {
+        with_floats!(values, v => with_codes!(CodesMut, codes, c => s.general_into_generic(x, shape, v, c, enc)))
+    }
     /// [`Scheme::dequantize_into`] (`Self` the output type).
     fn scheme_dequantize_into(
         s: &Scheme,
@@ -158,7 +192,9 @@ pub trait Instances: Sized {
         enc: &Encoded,
         shape: &[usize],
         out: &mut [Self],
-    ) -> Result<()>;
+    ) -> Result<()> {
+        with_codes!(Codes, codes, c => s.dequantize_into_generic(c, enc, shape, out))
+    }
     /// [`crate::block::mx_quantize_into`].
     fn mx_quantize_into(
         x: &[Self],
@@ -167,7 +203,9 @@ pub trait Instances: Sized {
         values: FloatsMut<'_>,
         codes: &mut [u8],
         scales: &mut [u8],
-    ) -> Result<BlockStatus>;
+    ) -> Result<BlockStatus> {
+        with_floats!(values, v => crate::block::mx::mx_quantize_into_generic(x, row_len, opts, v, codes, scales))
+    }
     /// [`crate::block::mx_encode_into`].
     fn mx_encode_into(
         x: &[Self],
@@ -175,7 +213,9 @@ pub trait Instances: Sized {
         opts: &MxOptions,
         codes: &mut [u8],
         scales: &mut [u8],
-    ) -> Result<BlockStatus>;
+    ) -> Result<BlockStatus> {
+        crate::block::mx::mx_encode_into_generic(x, row_len, opts, codes, scales)
+    }
     /// [`crate::block::nvfp4_quantize_into`].
     fn nvfp4_quantize_into(
         x: &[Self],
@@ -184,7 +224,9 @@ pub trait Instances: Sized {
         values: FloatsMut<'_>,
         codes: &mut [u8],
         scales: &mut [u8],
-    ) -> Result<(f32, BlockStatus)>;
+    ) -> Result<(f32, BlockStatus)> {
+        with_floats!(values, v => crate::block::nvfp4::nvfp4_quantize_into_generic(x, row_len, opts, v, codes, scales))
+    }
     /// [`crate::block::nvfp4_encode_into`].
     fn nvfp4_encode_into(
         x: &[Self],
@@ -192,14 +234,14 @@ pub trait Instances: Sized {
         opts: &Nvfp4Options,
         codes: &mut [u8],
         scales: &mut [u8],
-    ) -> Result<(f32, BlockStatus)>;
+    ) -> Result<(f32, BlockStatus)> {
+        crate::block::nvfp4::encode_piece_into(x, row_len, opts, None, codes, scales)
+    }
     /// [`crate::accum::accumulate_into`].
-    fn accumulate_into(
-        values: &[Self],
-        cols: usize,
-        out: &mut [f64],
-        opts: &AccumOptions,
-    ) -> Result<Status>;
+    fn accumulate_into(values: &[Self], cols: usize, out: &mut [f64], opts: &AccumOptions)
+        -> Result<Status> {
+        crate::accum::accumulate_into_generic(values, cols, out, opts)
+    }
     /// [`crate::quant::quantize_int_codes_into`].
     fn quantize_int_codes_into(
         x: &[Self],
@@ -210,152 +252,13 @@ pub trait Instances: Sized {
         scales: &mut [f64],
         zeros: &mut [f64],
         clips: &mut [f64],
-    ) -> Result<(u64, u64)>;
+    ) -> Result<(u64, u64)> {
+        with_codes!(CodesMut, codes, c => crate::quant::quantize_int_codes_into_generic(
+            x, row_len, o, values, c, scales, zeros, clips
+        ))
+    }
     /// [`ErrorStats::of`].
-    fn error_stats(approx: &[Self], exact: &[Self]) -> ErrorStats;
+    fn error_stats(approx: &[Self], exact: &[Self]) -> ErrorStats {
+        ErrorStats::of_generic(approx, exact)
+    }
 }
-
-macro_rules! instances {
-    ($t:ty, $v:ident) => {
-        impl Instances for $t {
-            #[inline(always)]
-            fn floats_mut(s: &mut [Self]) -> FloatsMut<'_> {
-                FloatsMut::$v(s)
-            }
-            #[inline(never)]
-            fn round_into(
-                fmt: &FloatFormat,
-                src: &[Self],
-                dst: FloatsMut<'_>,
-                opts: &RoundOptions,
-            ) -> Result<Status> {
-                with_floats!(dst, d => crate::round::slice::round_into_generic(fmt, src, d, opts))
-            }
-            #[inline(never)]
-            fn round_in_place(
-                fmt: &FloatFormat,
-                data: &mut [Self],
-                opts: &RoundOptions,
-            ) -> Result<Status> {
-                crate::round::slice::round_in_place_generic(fmt, data, opts)
-            }
-            #[inline(never)]
-            fn encode_into(
-                fmt: &FloatFormat,
-                src: &[Self],
-                dst: CodesMut<'_>,
-                opts: &RoundOptions,
-            ) -> Result<Status> {
-                with_codes!(CodesMut, dst, d => crate::round::slice::encode_into_generic(fmt, src, d, opts))
-            }
-            #[inline(never)]
-            fn decode_into(fmt: &FloatFormat, codes: Codes<'_>, dst: &mut [Self]) -> Result<()> {
-                with_codes!(Codes, codes, c => crate::round::slice::decode_into_generic(fmt, c, dst))
-            }
-            #[inline(never)]
-            fn scheme_quantize_into(
-                s: &Scheme,
-                x: &[Self],
-                shape: &[usize],
-                values: &mut [Self],
-                codes: CodesMut<'_>,
-                enc: &mut Encoded,
-            ) -> Result<Counts> {
-                with_codes!(CodesMut, codes, c => s.quantize_into_generic(x, shape, values, c, enc))
-            }
-            #[inline(never)]
-            fn scheme_general_into(
-                s: &Scheme,
-                x: &[Self],
-                shape: &[usize],
-                values: FloatsMut<'_>,
-                codes: CodesMut<'_>,
-                enc: &mut Encoded,
-            ) -> Result<Counts> {
-                with_floats!(values, v => with_codes!(CodesMut, codes, c => s.general_into_generic(x, shape, v, c, enc)))
-            }
-            #[inline(never)]
-            fn scheme_dequantize_into(
-                s: &Scheme,
-                codes: Codes<'_>,
-                enc: &Encoded,
-                shape: &[usize],
-                out: &mut [Self],
-            ) -> Result<()> {
-                with_codes!(Codes, codes, c => s.dequantize_into_generic(c, enc, shape, out))
-            }
-            #[inline(never)]
-            fn mx_quantize_into(
-                x: &[Self],
-                row_len: usize,
-                opts: &MxOptions,
-                values: FloatsMut<'_>,
-                codes: &mut [u8],
-                scales: &mut [u8],
-            ) -> Result<BlockStatus> {
-                with_floats!(values, v => crate::block::mx::mx_quantize_into_generic(x, row_len, opts, v, codes, scales))
-            }
-            #[inline(never)]
-            fn mx_encode_into(
-                x: &[Self],
-                row_len: usize,
-                opts: &MxOptions,
-                codes: &mut [u8],
-                scales: &mut [u8],
-            ) -> Result<BlockStatus> {
-                crate::block::mx::mx_encode_into_generic(x, row_len, opts, codes, scales)
-            }
-            #[inline(never)]
-            fn nvfp4_quantize_into(
-                x: &[Self],
-                row_len: usize,
-                opts: &Nvfp4Options,
-                values: FloatsMut<'_>,
-                codes: &mut [u8],
-                scales: &mut [u8],
-            ) -> Result<(f32, BlockStatus)> {
-                with_floats!(values, v => crate::block::nvfp4::nvfp4_quantize_into_generic(x, row_len, opts, v, codes, scales))
-            }
-            #[inline(never)]
-            fn nvfp4_encode_into(
-                x: &[Self],
-                row_len: usize,
-                opts: &Nvfp4Options,
-                codes: &mut [u8],
-                scales: &mut [u8],
-            ) -> Result<(f32, BlockStatus)> {
-                crate::block::nvfp4::encode_piece_into(x, row_len, opts, None, codes, scales)
-            }
-            #[inline(never)]
-            fn accumulate_into(
-                values: &[Self],
-                cols: usize,
-                out: &mut [f64],
-                opts: &AccumOptions,
-            ) -> Result<Status> {
-                crate::accum::accumulate_into_generic(values, cols, out, opts)
-            }
-            #[inline(never)]
-            fn quantize_int_codes_into(
-                x: &[Self],
-                row_len: usize,
-                o: &IntOptions,
-                values: Option<&mut [Self]>,
-                codes: CodesMut<'_>,
-                scales: &mut [f64],
-                zeros: &mut [f64],
-                clips: &mut [f64],
-            ) -> Result<(u64, u64)> {
-                with_codes!(CodesMut, codes, c => crate::quant::quantize_int_codes_into_generic(
-                    x, row_len, o, values, c, scales, zeros, clips
-                ))
-            }
-            #[inline(never)]
-            fn error_stats(approx: &[Self], exact: &[Self]) -> ErrorStats {
-                ErrorStats::of_generic(approx, exact)
-            }
-        }
-    };
-}
-instances!(f32, F32);
-instances!(f64, F64);
