@@ -273,6 +273,18 @@ fn add_ratios(records: &mut [Record], code_bytes: impl Fn(&str) -> Option<usize>
     }
 }
 
+/// A streaming probe over two operand slices: `out[i] = f(x[i], y[i])` in the pieces (and
+/// with the threads) of the kernels it is the yardstick of.
+fn probe2<A: Copy + Sync, O: Send>(x: &[A], y: &[A], out: &mut [O], f: impl Fn(A, A) -> O + Sync) {
+    out.par_chunks_mut(1 << 16)
+        .zip(x.par_chunks(1 << 16).zip(y.par_chunks(1 << 16)))
+        .for_each(|(o, (x, y))| {
+            o.iter_mut()
+                .zip(x.iter().zip(y))
+                .for_each(|(o, (&x, &y))| *o = f(x, y))
+        })
+}
+
 fn time(reps: usize, mut f: impl FnMut()) -> (f64, f64) {
     f();
     let mut t: Vec<f64> = (0..reps)
@@ -368,39 +380,22 @@ fn measure(
             (build_s * n as f64 / 65536.0, build_s * n as f64 / 65536.0),
         );
     }
-    let t = time(a.reps, || {
-        b.c8.par_chunks_mut(1 << 16)
-            .zip(ca.par_chunks(1 << 16).zip(cb.par_chunks(1 << 16)))
-            .for_each(|(o, (x, y))| {
-                o.iter_mut()
-                    .zip(x.iter().zip(y))
-                    .for_each(|(o, (x, y))| *o = x ^ y)
-            })
-    });
+    let t = time(a.reps, || probe2(&ca, &cb, &mut b.c8, |x, y| x ^ y));
     push("probe", "r2w1", "-", "u8", "ordinary", "probe", t);
     // the floor of any method that reads each result from a table of every pair: one load
     // from a 64 KB table of result codes per element and nothing else (no status counts, no
     // specials): what a pair table can reach on these cores
     let lut: Vec<u8> = (0..1u32 << 16).map(|i| (i ^ (i >> 8)) as u8).collect();
     let t = time(a.reps, || {
-        b.c8.par_chunks_mut(1 << 16)
-            .zip(ca.par_chunks(1 << 16).zip(cb.par_chunks(1 << 16)))
-            .for_each(|(o, (x, y))| {
-                o.iter_mut()
-                    .zip(x.iter().zip(y))
-                    .for_each(|(o, (x, y))| *o = lut[usize::from(*x) << 8 | usize::from(*y)])
-            })
+        probe2(&ca, &cb, &mut b.c8, |x, y| {
+            lut[usize::from(x) << 8 | usize::from(y)]
+        })
     });
     push("probe", "lookup8", "-", "u8", "ordinary", "probe", t);
     let t = time(a.reps, || {
-        b.c16
-            .par_chunks_mut(1 << 16)
-            .zip(ca.par_chunks(1 << 16).zip(cb.par_chunks(1 << 16)))
-            .for_each(|(o, (x, y))| {
-                o.iter_mut()
-                    .zip(x.iter().zip(y))
-                    .for_each(|(o, (x, y))| *o = (*x as u16) << 8 | *y as u16)
-            })
+        probe2(&ca, &cb, &mut b.c16, |x, y| {
+            u16::from(x) << 8 | u16::from(y)
+        })
     });
     push("probe", "r2w2", "-", "u8", "ordinary", "probe", t);
     // bfloat16 Add and Multiply in binary32 lanes, and the probe of the same bytes (two
@@ -427,16 +422,7 @@ fn measure(
             t,
         );
     }
-    let t = time(a.reps, || {
-        b.c16
-            .par_chunks_mut(1 << 16)
-            .zip(ha.par_chunks(1 << 16).zip(hb.par_chunks(1 << 16)))
-            .for_each(|(o, (x, y))| {
-                o.iter_mut()
-                    .zip(x.iter().zip(y))
-                    .for_each(|(o, (x, y))| *o = x ^ y)
-            })
-    });
+    let t = time(a.reps, || probe2(&ha, &hb, &mut b.c16, |x, y| x ^ y));
     push("probe", "r2r2w2", "-", "u16", "ordinary", "probe", t);
     // FMA of two fp8-e4m3 codes and a binary32 addend into binary32 in binary64 lanes, and
     // the probe of the same bytes (two 1-byte operands and a 4-byte addend in, 4 bytes out):

@@ -69,8 +69,8 @@ pub(crate) fn f32_native(fmt: &FloatFormat, values: bool) -> bool {
 pub(crate) struct Plan<I: Float> {
     pub kernel: u8,
     pub mode: u8,
-    /// Whether the format or policy needs the full kernel (unsigned, no zero, fnuz, or an
-    /// overflow result that depends on the sign).
+    /// Whether the format or policy needs the full kernel (unsigned, no zero, or an overflow
+    /// result that depends on the sign).
     pub full: bool,
     pub seed: u64,
     // input layout
@@ -117,6 +117,10 @@ pub(crate) struct Plan<I: Float> {
     ovf_vmag: I::Bits,
     sign_down: I::Bits,
     sign_bit: I::Bits,
+    /// The code a negative result rounded to zero would take in a format without −0 (fnuz,
+    /// P3109): the sign bit alone, which [`lean`] turns into +0; all ones (no code) where
+    /// the format has −0.
+    neg_zero: I::Bits,
 }
 
 fn w<W: Word>(v: u64) -> W {
@@ -219,7 +223,7 @@ impl<I: Float> Plan<I> {
         let min_normal_bits = I::from_f64(fmt.min_normal()).to_bits().to_u64();
         let fnuz = fmt.is_signed() && fmt.has_zero() && !fmt.has_negative_zero();
         let symmetric = (ovf_code(false) | fmt.sign_mask()) == ovf_code(true);
-        let full = !fmt.is_signed() || !fmt.has_zero() || fnuz || !symmetric;
+        let full = !fmt.is_signed() || !fmt.has_zero() || !symmetric;
         Plan {
             kernel,
             mode,
@@ -227,6 +231,7 @@ impl<I: Float> Plan<I> {
             ovf_mag: w(ovf_code(false)),
             sign_down: w(width - fmt.bits() as u64),
             sign_bit: w(fmt.sign_mask()),
+            neg_zero: w(if fnuz { fmt.sign_mask() } else { u64::MAX }),
             ovf_vmag: w(val(ovf_code(false), false)),
             seed: opts.seed,
             abs: w(u64::MAX >> (65 - width)),
@@ -459,7 +464,7 @@ pub(crate) fn value_lean<const K: u8, const MODE: u8>(
     (f64::from_bits(vb), rem_nz, alarm)
 }
 
-/// The lean element kernel for plain formats (signed, with zero, not fnuz) and symmetric
+/// The lean element kernel for signed formats with a zero (with or without −0) and symmetric
 /// overflow results: exact for finite inputs; NaN and Inf inputs are fixed up afterwards.
 /// Returns (code, value, inexact, underflow, flushed, overflow, nonfinite).
 #[inline(always)]
@@ -472,8 +477,21 @@ fn lean<I: Float, const K: u8, const MODE: u8>(
     let negw = x.shr(p.top);
     let (ord, rem_nz, vmag) = core::<I, K, MODE>(p, a, negw, rnd);
     let over = ord > p.max_ord;
-    let code = <I::Bits as Word>::sel(over, p.ovf_mag, ord) | (x.shr(p.sign_down) & p.sign_bit);
-    let vb = <I::Bits as Word>::sel(over, p.ovf_vmag, vmag.to_bits()) | (x & !p.abs);
+    let sign = x.shr(p.sign_down) & p.sign_bit;
+    // a format without −0 (fnuz, P3109): a negative result rounded to zero is +0
+    let signed_ord = ord | sign;
+    let neg_zero = signed_ord == p.neg_zero;
+    let code = <I::Bits as Word>::sel(
+        over,
+        p.ovf_mag | sign,
+        <I::Bits as Word>::sel(neg_zero, <I::Bits as Word>::ZERO, signed_ord),
+    );
+    let sgn = x & !p.abs;
+    let vb = <I::Bits as Word>::sel(
+        over,
+        p.ovf_vmag | sgn,
+        <I::Bits as Word>::sel(neg_zero, vmag.to_bits(), vmag.to_bits() | sgn),
+    );
     let inexact = rem_nz | over;
     (
         code,
