@@ -117,10 +117,6 @@ pub(crate) struct Plan<I: Float> {
     ovf_vmag: I::Bits,
     sign_down: I::Bits,
     sign_bit: I::Bits,
-    /// The code a negative result rounded to zero would take in a format without −0 (fnuz,
-    /// P3109): the sign bit alone, which [`lean`] turns into +0; all ones (no code) where
-    /// the format has −0.
-    neg_zero: I::Bits,
 }
 
 fn w<W: Word>(v: u64) -> W {
@@ -231,7 +227,6 @@ impl<I: Float> Plan<I> {
             ovf_mag: w(ovf_code(false)),
             sign_down: w(width - fmt.bits() as u64),
             sign_bit: w(fmt.sign_mask()),
-            neg_zero: w(if fnuz { fmt.sign_mask() } else { u64::MAX }),
             ovf_vmag: w(val(ovf_code(false), false)),
             seed: opts.seed,
             abs: w(u64::MAX >> (65 - width)),
@@ -477,21 +472,16 @@ fn lean<I: Float, const K: u8, const MODE: u8>(
     let negw = x.shr(p.top);
     let (ord, rem_nz, vmag) = core::<I, K, MODE>(p, a, negw, rnd);
     let over = ord > p.max_ord;
-    let sign = x.shr(p.sign_down) & p.sign_bit;
-    // a format without −0 (fnuz, P3109): a negative result rounded to zero is +0
-    let signed_ord = ord | sign;
-    let neg_zero = signed_ord == p.neg_zero;
-    let code = <I::Bits as Word>::sel(
-        over,
-        p.ovf_mag | sign,
-        <I::Bits as Word>::sel(neg_zero, <I::Bits as Word>::ZERO, signed_ord),
+    // a format without −0 (fnuz, P3109) keeps no sign on a result rounded to zero, as in
+    // [`elem`]; an overflow is never zero
+    let keep = <I::Bits as Word>::sel(
+        ord == <I::Bits as Word>::ZERO,
+        p.zero_sign_keep,
+        !<I::Bits as Word>::ZERO,
     );
-    let sgn = x & !p.abs;
-    let vb = <I::Bits as Word>::sel(
-        over,
-        p.ovf_vmag | sgn,
-        <I::Bits as Word>::sel(neg_zero, vmag.to_bits(), vmag.to_bits() | sgn),
-    );
+    let code =
+        <I::Bits as Word>::sel(over, p.ovf_mag, ord) | (x.shr(p.sign_down) & p.sign_bit & keep);
+    let vb = <I::Bits as Word>::sel(over, p.ovf_vmag, vmag.to_bits()) | (x & !p.abs & keep);
     let inexact = rem_nz | over;
     (
         code,
