@@ -271,6 +271,40 @@ impl<I: Float> Plan<I> {
     }
 }
 
+impl Plan<f32> {
+    /// The constants of the AVX2 byte-code kernel ([`crate::simd::cast8`]), which is this
+    /// plan's lean float-add kernel with intrinsics: for round to nearest even into a
+    /// format of at most 8 bits that takes the lean kernel; else `None`.
+    pub(crate) fn cast8(&self, bits: u32) -> Option<crate::simd::cast8::Cast8> {
+        if self.kernel != K_ADD || self.mode != RNE || self.full || bits > 8 {
+            return None;
+        }
+        // the smallest |x| whose ordinal overflows: ordinals grow with |x|, so a binary
+        // search with this kernel's own rounding finds it (the infinity's bits if none)
+        let over = |a: u32| core::<f32, K_ADD, RNE>(self, a, 0, 0).0 > self.max_ord;
+        let (mut lo, mut hi) = (0u32, self.inf);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if over(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Some(crate::simd::cast8::Cast8 {
+            exp_mask: self.exp_mask,
+            a_emin: self.a_emin,
+            a_shift: self.a_shift,
+            dshift: self.a_dshift,
+            sign_bit: self.sign_bit,
+            zero_keeps_sign: self.zero_sign_keep != 0,
+            min_normal: self.min_normal,
+            over_min: lo,
+        })
+    }
+
+}
+
 /// One rounded element: its code, its value (as the input type) and what happened.
 #[derive(Clone, Copy)]
 pub(crate) struct Elem<I: Float> {
@@ -783,6 +817,101 @@ mod tests {
 
     fn zero<I: Float>() -> I::Bits {
         <I::Bits as Word>::ZERO
+    }
+
+    /// The AVX2 byte kernel ([`crate::simd::cast8`]) gives the lean kernel's codes and
+    /// counts on every format and overflow policy that takes it, on slices of every length
+    /// modulo 32, and sends a slice to the generic kernel exactly when it holds an overflow,
+    /// a NaN or ±Inf.
+    #[test]
+    fn the_avx2_byte_kernel_equals_the_generic_kernel() {
+        use crate::round::Overflow;
+        if !crate::simd::cast8::available() {
+            return; // nothing to compare below AVX2
+        }
+        let mut formats: Vec<FloatFormat> = crate::format::PRESETS.iter().map(|p| p.format).collect();
+        for name in ["e3m4", "e5m2:fn", "e2m3:fnuz", "binary6p3se", "binary7p2sf", "e6m1", "e4m0:fn"] {
+            formats.push(FloatFormat::parse(name).unwrap());
+        }
+        let mut taken = 0;
+        let mut redone = 0;
+        for fmt in &formats {
+            for ovf in [Overflow::Ieee, Overflow::Saturate] {
+                let opts = RoundOptions::default().overflow(ovf);
+                if !f32_native(fmt, false) {
+                    continue;
+                }
+                let p = Plan::<f32>::new(fmt, &opts);
+                let Some(k) = p.cast8(fmt.bits()) else {
+                    continue;
+                };
+                taken += 1;
+                // magnitudes around the format's range, and its edges exactly
+                let edge = |v: f64| (v as f32).to_bits();
+                let mut edges = vec![
+                    0,
+                    edge(fmt.min_normal()),
+                    edge(fmt.max_finite()),
+                    k.over_min,
+                    0x7f80_0000,
+                    0x7fc0_0000,
+                ];
+                if let Some(s) = fmt.min_subnormal() {
+                    edges.extend([edge(s), edge(s / 2.0)]);
+                }
+                let lo_e = (fmt.emin() - fmt.man_bits() as i32 - 3 + 127).max(0) as u64;
+                let hi_e = (fmt.emax() + 3 + 127) as u64;
+                let mut r = 0x5eed_u64 ^ u64::from(fmt.bits());
+                let mut next = || {
+                    r = crate::round::random::splitmix64(r);
+                    r
+                };
+                for round in 0..400 {
+                    let n = (next() % 300) as usize + 1;
+                    let x: Vec<f32> = (0..n)
+                        .map(|_| {
+                            let b = next();
+                            let mag = match b % 64 {
+                                // rare: an edge, one step either side
+                                0 => {
+                                    let e = edges[(b >> 8) as usize % edges.len()];
+                                    e.wrapping_add(((b >> 16) % 3) as u32).wrapping_sub(1) & 0x7fff_ffff
+                                }
+                                _ => {
+                                    let e = lo_e + (b >> 8) % (hi_e - lo_e + 1);
+                                    ((e.min(254) as u32) << 23) | ((b >> 32) as u32 & 0x7f_ffff)
+                                }
+                            };
+                            // most slices stay below the overflow threshold
+                            let mag = if round % 4 != 0 { mag.min(k.over_min - 1) } else { mag };
+                            f32::from_bits(mag | ((b >> 7) as u32 & 1) << 31)
+                        })
+                        .collect();
+                    let mut fast = vec![0u8; n];
+                    let c = crate::simd::cast8::cast8(&k, &x, &mut fast).unwrap();
+                    let mut gen = vec![0u8; n];
+                    let st = run(&p, &x, &mut gen, 0, |c, _| c as u8);
+                    if c.amax < k.over_min {
+                        assert_eq!(fast, gen, "{fmt} {ovf:?}: codes of {x:?}");
+                        let st8 = Status {
+                            inexact: c.inexact,
+                            underflow: c.underflow,
+                            flushed: c.flushed,
+                            ..Status::default()
+                        };
+                        assert_eq!(st8, st, "{fmt} {ovf:?}: counts of {x:?}");
+                    } else {
+                        redone += 1;
+                        assert!(
+                            st.overflow + st.nan + st.infinite > 0,
+                            "{fmt} {ovf:?}: redone without cause: {x:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(taken >= 16, "only {taken} formats took the byte kernel");
+        assert!(redone > 0);
     }
 
     #[test]

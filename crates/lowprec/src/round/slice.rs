@@ -224,6 +224,34 @@ fn run_hardware16((kind, nan): (Half16, [u16; 2]), src: &[f32], dst: Dst<'_>) ->
     }
 }
 
+/// Binary32 into byte codes by the AVX2 kernel [`cast8`](crate::simd::cast8) where the
+/// plan allows it (round to nearest even into a format of the lean float-add kernel), in
+/// parallel chunks like the generic kernel; a chunk holding an overflow, a NaN or ±Inf is
+/// done again by the generic kernel. `None`: the generic route applies.
+fn encode_bytes(
+    fmt: &FloatFormat,
+    opts: &RoundOptions,
+    src: &[f32],
+    dst: &mut [u8],
+) -> Option<Status> {
+    if !f32_native(fmt, false) || !crate::simd::cast8::available() {
+        return None;
+    }
+    let p = Plan::<f32>::new(fmt, opts);
+    let k = p.cast8(fmt.bits())?;
+    Some(for_chunks(src, dst, opts.index_offset, |s, d, at| {
+        match crate::simd::cast8::cast8(&k, s, d) {
+            Some(c) if c.amax < k.over_min => Status {
+                inexact: c.inexact,
+                underflow: c.underflow,
+                flushed: c.flushed,
+                ..Status::default()
+            },
+            _ => run(&p, s, d, at, |c, _| c as u8),
+        }
+    }))
+}
+
 fn check_len(input: usize, output: usize) -> Result<()> {
     if input == output {
         Ok(())
@@ -434,6 +462,11 @@ pub(crate) fn encode_into_generic<I: Float, C: Code>(
         (hardware16(fmt, opts), I::as_f32_slice(src), C::as_u16s(dst))
     {
         return Ok(run_hardware16(hw, s, Dst::Codes(d)));
+    }
+    if let (Some(s), Some(d)) = (I::as_f32_slice(src), C::as_u8s(dst)) {
+        if let Some(st) = encode_bytes(fmt, opts, s, d) {
+            return Ok(st);
+        }
     }
     let st = match Route::<I>::new(fmt, opts, false) {
         Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {

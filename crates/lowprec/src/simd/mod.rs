@@ -14,6 +14,7 @@
 //! and [`set_max_level`] can only lower the level below what was detected.
 
 pub(crate) mod cast16;
+pub(crate) mod cast8;
 mod e2m1;
 mod nvfp4te;
 mod pairs;
