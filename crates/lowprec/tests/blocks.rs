@@ -135,8 +135,16 @@ fn wide_data(n: usize, row: usize, specials: bool, seed: u64) -> Vec<f64> {
 fn codes_only_equal_the_full_conversion() {
     use lowprec::block::mx::{mx_encode_into, mx_quantize_into, ScaleRule};
     use lowprec::block::nvfp4::{nvfp4_encode_into, nvfp4_quantize_into, Convention, Nvfp4Options};
-    for (row, n) in [(4096usize, 1 << 17), (96, 96 * 700), (100, 100 * 640)] {
-        let x = wide_data(n, row, true, row as u64);
+    // with NaN and ±Inf (their blocks take the general rules), and without (the one-pass
+    // kernel of binary32 codes in blocks of 32 takes the whole of such rows)
+    for (row, n, specials) in [
+        (4096usize, 1 << 17, true),
+        (96, 96 * 700, true),
+        (100, 100 * 640, true),
+        (4096, 1 << 17, false),
+        (96, 96 * 700, false),
+    ] {
+        let x = wide_data(n, row, specials, row as u64);
         let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
         for elem in [
             "fp8-e4m3", "fp8-e5m2", "fp6-e3m2", "fp6-e2m3", "fp4-e2m1", "int8", "e4m3fnuz",
@@ -155,6 +163,20 @@ fn codes_only_equal_the_full_conversion() {
                     (&c2, &s2, st2),
                     "{elem} {rule:?} row {row}"
                 );
+                // blocks of 8, 16 and 64 (the byte kernel's other factor layouts)
+                for block in [8, 16, 64] {
+                    let mut o = o;
+                    o.block = block;
+                    let nb = n / row * o.blocks_per_row(row);
+                    let (mut s1, mut s2) = (vec![0u8; nb], vec![0u8; nb]);
+                    let st1 = mx_quantize_into(&x32, row, &o, &mut v, &mut c1, &mut s1).unwrap();
+                    let st2 = mx_encode_into(&x32, row, &o, &mut c2, &mut s2).unwrap();
+                    assert_eq!(
+                        (&c1, &s1, st1),
+                        (&c2, &s2, st2),
+                        "{elem} {rule:?} row {row} block {block}"
+                    );
+                }
                 let mut v64 = vec![0f64; n];
                 let st1 = mx_quantize_into(&x, row, &o, &mut v64, &mut c1, &mut s1).unwrap();
                 let st2 = mx_encode_into(&x, row, &o, &mut c2, &mut s2).unwrap();

@@ -442,6 +442,9 @@ struct Ctx<I: Float> {
     fused: Option<Elem<I>>,
     /// FP4 E2M1 elements: the quarter table of [`super::lookup::e2m1_exact_blocks`].
     e2m1: Option<[u32; 32]>,
+    /// The constants of the AVX2 byte kernel ([`crate::simd::cast8::blocks8`]) for binary32
+    /// codes, where it applies.
+    cast8: Option<crate::simd::cast8::Cast8>,
     nan_code: u8,
     mag_mask: u8,
 }
@@ -466,14 +469,40 @@ impl<I: Float> Ctx<I> {
         };
         let e2m1 = (opts.element == MxElement::Float(crate::FloatFormat::FP4_E2M1))
             .then(super::lookup::lut_exact);
+        // the byte kernel for binary32 codes: the fused step's formats, when the rounding
+        // kernel's plan takes it (it gives the same codes and counts)
+        let cast8 = match (opts.element, &fused) {
+            (MxElement::Float(f), Some(_)) if crate::round::kernel::f32_native(&f, false) => {
+                crate::round::kernel::Plan::<f32>::new(&f, &sat).cast8(f.bits())
+            }
+            _ => None,
+        };
         Ctx {
             opts: *opts,
             rounder,
             fused,
             e2m1,
+            cast8,
             nan_code,
             mag_mask,
         }
+    }
+
+    /// The scale rule as the one-pass byte kernel takes it ([`crate::simd::cast8::mx8`]):
+    /// floor, ceil and even (rceil has no integer form there).
+    fn mx_rule(&self) -> Option<crate::simd::cast8::MxRule> {
+        let rule = match self.opts.scale {
+            ScaleRule::Floor => 0,
+            ScaleRule::Ceil => 1,
+            ScaleRule::Even => 2,
+            ScaleRule::Rceil => return None,
+        };
+        let m = self.opts.element.man_bits();
+        Some(crate::simd::cast8::MxRule {
+            rule,
+            half: 1u32 << (23 - m - 1),
+            off: 127 + self.opts.element.emax(),
+        })
     }
 
     /// The shared exponent of a block whose largest magnitude has the (finite) bits
@@ -530,6 +559,20 @@ impl<I: Float> Ctx<I> {
             blocks: nb as u64,
             ..BlockStatus::default()
         };
+        if let (true, 32, Some(k), Some(x32), Some(rule)) = (
+            v.is_empty(),
+            b,
+            &self.cast8,
+            I::as_f32_slice(x),
+            self.mx_rule(),
+        ) {
+            // binary32 codes alone in blocks of 32: one pass (redone below if a block needs
+            // the general rules)
+            if let Some((sat, fl)) = crate::simd::cast8::mx8(k, rule, x32, c, s) {
+                (st.saturated, st.flushed) = (sat, fl);
+                return st;
+            }
+        }
         let inf_bits = <I::Bits as Word>::from_u64(((2 * I::BIAS as u64) + 1) << I::MANT);
         // per-block factors: on the stack for blocks of 16 or more (no large memset per item)
         const STACK: usize = CHUNK / fused::LANES;
@@ -587,8 +630,10 @@ impl<I: Float> Ctx<I> {
     }
 
     /// The element pass over whole blocks with factors `inv` and `up` ([`fused::blocks`]),
-    /// or, for binary32 FP4 E2M1 in blocks of a multiple of 16, the quarter table
-    /// ([`super::lookup::e2m1_exact_blocks`]: the same codes, values and counts).
+    /// or, for binary32 codes alone, the AVX2 byte kernel
+    /// ([`crate::simd::cast8::blocks8`]), or, for binary32 FP4 E2M1 in blocks of a multiple
+    /// of 16, the quarter table ([`super::lookup::e2m1_exact_blocks`]): the same codes,
+    /// values and counts.
     #[inline(always)]
     fn pass<O: Float, E: fused::Step<I>>(
         &self,
@@ -600,6 +645,16 @@ impl<I: Float> Ctx<I> {
         c: &mut [u8],
     ) -> (u64, u64) {
         let b = self.opts.block;
+        if let (true, Some(k), Some(x32), Some(inv32)) = (
+            v.is_empty(),
+            &self.cast8,
+            I::as_f32_slice(x),
+            I::as_f32_slice(inv),
+        ) {
+            if let Some(counts) = crate::simd::cast8::blocks8(k, x32, b, inv32, c) {
+                return counts;
+            }
+        }
         if let (Some(lut), true, Some(x32), Some(inv32)) = (
             &self.e2m1,
             b.is_multiple_of(16),

@@ -300,9 +300,10 @@ impl Plan<f32> {
             zero_keeps_sign: self.zero_sign_keep != 0,
             min_normal: self.min_normal,
             over_min: lo,
+            a_eclamp: self.a_eclamp,
+            max_ord: self.max_ord,
         })
     }
-
 }
 
 /// One rounded element: its code, its value (as the input type) and what happened.
@@ -829,8 +830,17 @@ mod tests {
         if !crate::simd::cast8::available() {
             return; // nothing to compare below AVX2
         }
-        let mut formats: Vec<FloatFormat> = crate::format::PRESETS.iter().map(|p| p.format).collect();
-        for name in ["e3m4", "e5m2:fn", "e2m3:fnuz", "binary6p3se", "binary7p2sf", "e6m1", "e4m0:fn"] {
+        let mut formats: Vec<FloatFormat> =
+            crate::format::PRESETS.iter().map(|p| p.format).collect();
+        for name in [
+            "e3m4",
+            "e5m2:fn",
+            "e2m3:fnuz",
+            "binary6p3se",
+            "binary7p2sf",
+            "e6m1",
+            "e4m0:fn",
+        ] {
             formats.push(FloatFormat::parse(name).unwrap());
         }
         let mut taken = 0;
@@ -875,7 +885,8 @@ mod tests {
                                 // rare: an edge, one step either side
                                 0 => {
                                     let e = edges[(b >> 8) as usize % edges.len()];
-                                    e.wrapping_add(((b >> 16) % 3) as u32).wrapping_sub(1) & 0x7fff_ffff
+                                    e.wrapping_add(((b >> 16) % 3) as u32).wrapping_sub(1)
+                                        & 0x7fff_ffff
                                 }
                                 _ => {
                                     let e = lo_e + (b >> 8) % (hi_e - lo_e + 1);
@@ -883,7 +894,11 @@ mod tests {
                                 }
                             };
                             // most slices stay below the overflow threshold
-                            let mag = if round % 4 != 0 { mag.min(k.over_min - 1) } else { mag };
+                            let mag = if round % 4 != 0 {
+                                mag.min(k.over_min - 1)
+                            } else {
+                                mag
+                            };
                             f32::from_bits(mag | ((b >> 7) as u32 & 1) << 31)
                         })
                         .collect();

@@ -239,8 +239,11 @@ fn encode_bytes(
     }
     let p = Plan::<f32>::new(fmt, opts);
     let k = p.cast8(fmt.bits())?;
-    Some(for_chunks(src, dst, opts.index_offset, |s, d, at| {
-        match crate::simd::cast8::cast8(&k, s, d) {
+    Some(for_chunks(
+        src,
+        dst,
+        opts.index_offset,
+        |s, d, at| match crate::simd::cast8::cast8(&k, s, d) {
             Some(c) if c.amax < k.over_min => Status {
                 inexact: c.inexact,
                 underflow: c.underflow,
@@ -248,8 +251,8 @@ fn encode_bytes(
                 ..Status::default()
             },
             _ => run(&p, s, d, at, |c, _| c as u8),
-        }
-    }))
+        },
+    ))
 }
 
 fn check_len(input: usize, output: usize) -> Result<()> {

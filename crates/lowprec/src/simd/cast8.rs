@@ -40,6 +40,11 @@ pub(crate) struct Cast8 {
     pub min_normal: u32,
     /// The smallest `|x|` bits that round beyond the largest finite value.
     pub over_min: u32,
+    /// The exponent field (in place) at which the binade is clamped (`emax + 2`; for
+    /// [`blocks8`], whose inputs may overflow).
+    pub a_eclamp: u32,
+    /// The largest finite magnitude code (for [`blocks8`]'s saturation).
+    pub max_ord: u32,
 }
 
 /// What [`cast8`] counted.
@@ -92,6 +97,104 @@ pub(crate) fn cast8(k: &Cast8, src: &[f32], dst: &mut [u8]) -> Option<Counts8> {
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (k, src, dst);
+        None
+    }
+}
+
+/// The element pass of a block scaling: element `i` of `x` becomes `y = x[i] ⊗ factor[i / b]`
+/// (binary32 product), rounded to nearest even with saturation at the largest finite value,
+/// as byte codes into `dst`; returns `(saturated, flushed)`: elements whose rounded `|y|`
+/// exceeded the largest finite value, and nonzero `x[i]` whose code has a zero magnitude.
+/// `None` below AVX2, when `b` is not a multiple of 8, or for a format without −0 (the
+/// caller's general path).
+pub(crate) fn blocks8(
+    k: &Cast8,
+    x: &[f32],
+    b: usize,
+    factor: &[f32],
+    dst: &mut [u8],
+) -> Option<(u64, u64)> {
+    assert_eq!(x.len(), dst.len(), "internal: blocks8 lengths differ");
+    if !available() || b == 0 || !b.is_multiple_of(8) || !k.zero_keeps_sign {
+        return None;
+    }
+    assert!(
+        factor.len() >= x.len().div_ceil(b),
+        "internal: blocks8 factors"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut c = [0u64; 2];
+        macro_rules! go {
+            ($($d:literal)*) => {
+                match k.dshift {
+                    // SAFETY: `available()` confirmed the AVX2 level (`active() <= detected()`).
+                    $($d => unsafe { x86::blocks::<$d>(k, x, b, factor, dst, &mut c) },)*
+                    _ => return None,
+                }
+            };
+        }
+        go!(16 17 18 19 20 21 22 23);
+        Some((c[0], c[1]))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (k, x, factor, dst);
+        None
+    }
+}
+
+/// How an MX block's shared exponent comes from its largest magnitude's binary32 bits
+/// `bits` (field `f = bits >> 23`, element emax `E`): `e = f` (floor), `f + (fraction ≠ 0)`
+/// (ceil) or `(bits + half) >> 23` (even), and the scale exponent is `e − 127 − E`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MxRule {
+    /// 0 floor, 1 ceil, 2 even.
+    pub rule: u8,
+    /// The even rule's `2^(23 − m − 1)`.
+    pub half: u32,
+    /// `127 + E`.
+    pub off: i32,
+}
+
+/// MX blocks of 32 in one pass: each block's largest magnitude, its scale exponent by
+/// `rule`, the scale code `s + 127` into `scales`, and the element codes as [`blocks8`] makes
+/// them with the factor `2^−s`. Returns `(saturated, flushed)`; `None` below AVX2, for a
+/// length that is not whole blocks of 32, a format without −0, or when some block needs the
+/// general rules (a zero, subnormal or non-finite maximum, or a scale exponent outside
+/// `[−126, 126]`, where a factor or its inverse would leave binary32's normal range): the
+/// caller then redoes everything.
+pub(crate) fn mx8(
+    k: &Cast8,
+    rule: MxRule,
+    x: &[f32],
+    codes: &mut [u8],
+    scales: &mut [u8],
+) -> Option<(u64, u64)> {
+    assert_eq!(x.len(), codes.len(), "internal: mx8 lengths differ");
+    if !available() || !x.len().is_multiple_of(32) || !k.zero_keeps_sign || rule.rule > 2 {
+        return None;
+    }
+    assert_eq!(scales.len(), x.len() / 32, "internal: mx8 scales");
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut c = [0u64; 2];
+        macro_rules! go {
+            ($($d:literal)*) => {
+                match (k.dshift, rule.rule) {
+                    // SAFETY: `available()` confirmed the AVX2 level (`active() <= detected()`).
+                    $(($d, 0) => unsafe { x86::mx::<$d, 0>(k, rule, x, codes, scales, &mut c) },
+                    ($d, 1) => unsafe { x86::mx::<$d, 1>(k, rule, x, codes, scales, &mut c) },
+                    ($d, _) => unsafe { x86::mx::<$d, 2>(k, rule, x, codes, scales, &mut c) },)*
+                    _ => return None,
+                }
+            };
+        }
+        go!(16 17 18 19 20 21 22 23).then_some((c[0], c[1]))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (k, x, codes, scales);
         None
     }
 }
@@ -194,5 +297,203 @@ mod x86 {
         c[1] = sum(uf_n);
         c[2] = sum(fl_n);
         lanes(amax).into_iter().max().unwrap_or(0)
+    }
+
+    /// [`super::blocks8`]: 32 lanes per step, each vector of eight within one block (`b` is
+    /// a multiple of 8), the tail through a zero-padded stack block.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn blocks<const D: i32>(
+        k: &Cast8,
+        x: &[f32],
+        b: usize,
+        factor: &[f32],
+        dst: &mut [u8],
+        c: &mut [u64; 2],
+    ) {
+        let set = |v: u32| _mm256_set1_epi32(v as i32);
+        let abs = set(0x7fff_ffff);
+        let exp_mask = set(k.exp_mask);
+        let a_emin = set(k.a_emin);
+        let a_eclamp = set(k.a_eclamp);
+        let a_shift = set(k.a_shift);
+        let max_ord = set(k.max_ord);
+        let sign_bit = set(k.sign_bit);
+        let zero = _mm256_setzero_si256();
+        let (mut sat_n, mut fl_n) = (zero, zero);
+        macro_rules! lane {
+            ($x:expr, $f:expr) => {{
+                let x: __m256i = $x;
+                let y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(x), $f));
+                let a = _mm256_and_si256(y, abs);
+                let ef = _mm256_min_epu32(
+                    _mm256_max_epu32(_mm256_and_si256(a, exp_mask), a_emin),
+                    a_eclamp,
+                );
+                let cb = _mm256_add_epi32(ef, a_shift);
+                let s = _mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(cb));
+                let ord = _mm256_add_epi32(
+                    _mm256_srli_epi32::<D>(_mm256_sub_epi32(ef, a_emin)),
+                    _mm256_sub_epi32(_mm256_castps_si256(s), cb),
+                );
+                // every lane is below 2^31: the signed comparisons are the unsigned ones
+                sat_n = _mm256_sub_epi32(sat_n, _mm256_cmpgt_epi32(ord, max_ord));
+                let x_zero = _mm256_cmpeq_epi32(_mm256_and_si256(x, abs), zero);
+                let ord_zero = _mm256_cmpeq_epi32(ord, zero);
+                fl_n = _mm256_sub_epi32(fl_n, _mm256_andnot_si256(x_zero, ord_zero));
+                let sign = _mm256_and_si256(_mm256_srai_epi32::<31>(y), sign_bit);
+                _mm256_or_si256(_mm256_min_epu32(ord, max_ord), sign)
+            }};
+        }
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        macro_rules! block {
+            ($s:expr, $d:expr, $f:expr) => {{
+                let (s, d, f): (*const f32, *mut u8, [__m256; 4]) = ($s, $d, $f);
+                let r0 = lane!(_mm256_loadu_si256(s.cast()), f[0]);
+                let r1 = lane!(_mm256_loadu_si256(s.add(8).cast()), f[1]);
+                let r2 = lane!(_mm256_loadu_si256(s.add(16).cast()), f[2]);
+                let r3 = lane!(_mm256_loadu_si256(s.add(24).cast()), f[3]);
+                let b =
+                    _mm256_packus_epi16(_mm256_packus_epi32(r0, r1), _mm256_packus_epi32(r2, r3));
+                _mm256_storeu_si256(d.cast(), _mm256_permutevar8x32_epi32(b, order));
+            }};
+        }
+        let n = x.len();
+        // the factor of the vector at element `i` (zero for the tail's padding)
+        let fac = |i: usize| _mm256_set1_ps(if i < n { factor[i / b] } else { 0.0 });
+        let whole = n / 32 * 32;
+        let mut i = 0;
+        if b.is_multiple_of(32) {
+            while i < whole {
+                let f = fac(i);
+                block!(
+                    x[i..i + 32].as_ptr(),
+                    dst[i..i + 32].as_mut_ptr(),
+                    [f, f, f, f]
+                );
+                i += 32;
+            }
+        } else {
+            while i < whole {
+                let f = [fac(i), fac(i + 8), fac(i + 16), fac(i + 24)];
+                block!(x[i..i + 32].as_ptr(), dst[i..i + 32].as_mut_ptr(), f);
+                i += 32;
+            }
+        }
+        if whole < n {
+            let mut t = [0f32; 32];
+            let mut o = [0u8; 32];
+            t[..n - whole].copy_from_slice(&x[whole..]);
+            let f = [fac(i), fac(i + 8), fac(i + 16), fac(i + 24)];
+            block!(t.as_ptr(), o.as_mut_ptr(), f);
+            dst[whole..].copy_from_slice(&o[..n - whole]);
+        }
+        let sum = |v: __m256i| -> u64 {
+            let mut l = [0u32; 8];
+            _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
+            l.iter().map(|&x| u64::from(x)).sum()
+        };
+        c[0] = sum(sat_n);
+        c[1] = sum(fl_n);
+    }
+
+    /// [`super::mx8`]: per block of 32, the four vectors stay in registers from the maximum
+    /// to the codes. Returns false when a block needs the general rules.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn mx<const D: i32, const RULE: u8>(
+        k: &Cast8,
+        rule: super::MxRule,
+        x: &[f32],
+        codes: &mut [u8],
+        scales: &mut [u8],
+        c: &mut [u64; 2],
+    ) -> bool {
+        let set = |v: u32| _mm256_set1_epi32(v as i32);
+        let abs = set(0x7fff_ffff);
+        let exp_mask = set(k.exp_mask);
+        let a_emin = set(k.a_emin);
+        let a_eclamp = set(k.a_eclamp);
+        let a_shift = set(k.a_shift);
+        let max_ord = set(k.max_ord);
+        let sign_bit = set(k.sign_bit);
+        let zero = _mm256_setzero_si256();
+        let (mut sat_n, mut fl_n) = (zero, zero);
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        let mut ok = true;
+        for ((xb, cb), sk) in x
+            .chunks_exact(32)
+            .zip(codes.chunks_exact_mut(32))
+            .zip(scales.iter_mut())
+        {
+            let p = xb.as_ptr();
+            let xs = [
+                _mm256_loadu_si256(p.cast()),
+                _mm256_loadu_si256(p.add(8).cast()),
+                _mm256_loadu_si256(p.add(16).cast()),
+                _mm256_loadu_si256(p.add(24).cast()),
+            ];
+            let ax = [
+                _mm256_and_si256(xs[0], abs),
+                _mm256_and_si256(xs[1], abs),
+                _mm256_and_si256(xs[2], abs),
+                _mm256_and_si256(xs[3], abs),
+            ];
+            // the block's largest magnitude (bits order as magnitudes, below 2^31)
+            let m = _mm256_max_epi32(
+                _mm256_max_epi32(ax[0], ax[1]),
+                _mm256_max_epi32(ax[2], ax[3]),
+            );
+            let m = _mm_max_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
+            let m = _mm_max_epi32(m, _mm_shuffle_epi32::<0b1110>(m));
+            let m = _mm_max_epi32(m, _mm_shuffle_epi32::<0b01>(m));
+            let bits = _mm_cvtsi128_si32(m) as u32;
+            let field = (bits >> 23) as i32;
+            let e = match RULE {
+                0 => field,
+                1 => field + ((bits & 0x7f_ffff) != 0) as i32,
+                _ => (bits.wrapping_add(rule.half) >> 23) as i32,
+            };
+            let sc = e - rule.off;
+            ok &= (1..=254).contains(&field) && (-126..=126).contains(&sc);
+            *sk = (sc + 127) as u8;
+            let f = _mm256_castsi256_ps(_mm256_set1_epi32((((127 - sc) & 0xff) << 23) as i32));
+            let mut r = [zero; 4];
+            for q in 0..4 {
+                let y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(xs[q]), f));
+                let a = _mm256_and_si256(y, abs);
+                let ef = _mm256_min_epu32(
+                    _mm256_max_epu32(_mm256_and_si256(a, exp_mask), a_emin),
+                    a_eclamp,
+                );
+                let cbits = _mm256_add_epi32(ef, a_shift);
+                let s = _mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(cbits));
+                let ord = _mm256_add_epi32(
+                    _mm256_srli_epi32::<D>(_mm256_sub_epi32(ef, a_emin)),
+                    _mm256_sub_epi32(_mm256_castps_si256(s), cbits),
+                );
+                // every lane is below 2^31: the signed comparisons are the unsigned ones
+                sat_n = _mm256_sub_epi32(sat_n, _mm256_cmpgt_epi32(ord, max_ord));
+                let x_zero = _mm256_cmpeq_epi32(ax[q], zero);
+                let ord_zero = _mm256_cmpeq_epi32(ord, zero);
+                fl_n = _mm256_sub_epi32(fl_n, _mm256_andnot_si256(x_zero, ord_zero));
+                let sign = _mm256_and_si256(_mm256_srai_epi32::<31>(xs[q]), sign_bit);
+                r[q] = _mm256_or_si256(_mm256_min_epu32(ord, max_ord), sign);
+            }
+            let b = _mm256_packus_epi16(
+                _mm256_packus_epi32(r[0], r[1]),
+                _mm256_packus_epi32(r[2], r[3]),
+            );
+            _mm256_storeu_si256(
+                cb.as_mut_ptr().cast(),
+                _mm256_permutevar8x32_epi32(b, order),
+            );
+        }
+        let sum = |v: __m256i| -> u64 {
+            let mut l = [0u32; 8];
+            _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
+            l.iter().map(|&x| u64::from(x)).sum()
+        };
+        c[0] = sum(sat_n);
+        c[1] = sum(fl_n);
+        ok
     }
 }
