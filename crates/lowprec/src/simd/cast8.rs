@@ -418,44 +418,50 @@ mod x86 {
         let zero = _mm256_setzero_si256();
         let (mut sat_n, mut fl_n) = (zero, zero);
         let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        // The block's loads, maximum and factor come one iteration ahead of its rounding
+        // (software pipelining): the chain load → maximum → scale → factor of one block
+        // overlaps the rounding of the one before.
+        macro_rules! head {
+            ($k:expr) => {{
+                let p = x.as_ptr().add($k * 32);
+                let xs = [
+                    _mm256_loadu_si256(p.cast()),
+                    _mm256_loadu_si256(p.add(8).cast()),
+                    _mm256_loadu_si256(p.add(16).cast()),
+                    _mm256_loadu_si256(p.add(24).cast()),
+                ];
+                // the block's largest magnitude (bits order as magnitudes, below 2^31)
+                let m = _mm256_max_epi32(
+                    _mm256_max_epi32(_mm256_and_si256(xs[0], abs), _mm256_and_si256(xs[1], abs)),
+                    _mm256_max_epi32(_mm256_and_si256(xs[2], abs), _mm256_and_si256(xs[3], abs)),
+                );
+                let m = _mm_max_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
+                let m = _mm_max_epi32(m, _mm_shuffle_epi32::<0b1110>(m));
+                let m = _mm_max_epi32(m, _mm_shuffle_epi32::<0b01>(m));
+                let bits = _mm_cvtsi128_si32(m) as u32;
+                let field = (bits >> 23) as i32;
+                let e = match RULE {
+                    0 => field,
+                    1 => field + ((bits & 0x7f_ffff) != 0) as i32,
+                    _ => (bits.wrapping_add(rule.half) >> 23) as i32,
+                };
+                let sc = e - rule.off;
+                let ok = (1..=254).contains(&field) && (-126..=126).contains(&sc);
+                let f = _mm256_castsi256_ps(_mm256_set1_epi32((((127 - sc) & 0xff) << 23) as i32));
+                (xs, f, (sc + 127) as u8, ok)
+            }};
+        }
+        let nb = x.len() / 32;
         let mut ok = true;
-        for ((xb, cb), sk) in x
-            .chunks_exact(32)
-            .zip(codes.chunks_exact_mut(32))
-            .zip(scales.iter_mut())
-        {
-            let p = xb.as_ptr();
-            let xs = [
-                _mm256_loadu_si256(p.cast()),
-                _mm256_loadu_si256(p.add(8).cast()),
-                _mm256_loadu_si256(p.add(16).cast()),
-                _mm256_loadu_si256(p.add(24).cast()),
-            ];
-            let ax = [
-                _mm256_and_si256(xs[0], abs),
-                _mm256_and_si256(xs[1], abs),
-                _mm256_and_si256(xs[2], abs),
-                _mm256_and_si256(xs[3], abs),
-            ];
-            // the block's largest magnitude (bits order as magnitudes, below 2^31)
-            let m = _mm256_max_epi32(
-                _mm256_max_epi32(ax[0], ax[1]),
-                _mm256_max_epi32(ax[2], ax[3]),
-            );
-            let m = _mm_max_epi32(_mm256_castsi256_si128(m), _mm256_extracti128_si256::<1>(m));
-            let m = _mm_max_epi32(m, _mm_shuffle_epi32::<0b1110>(m));
-            let m = _mm_max_epi32(m, _mm_shuffle_epi32::<0b01>(m));
-            let bits = _mm_cvtsi128_si32(m) as u32;
-            let field = (bits >> 23) as i32;
-            let e = match RULE {
-                0 => field,
-                1 => field + ((bits & 0x7f_ffff) != 0) as i32,
-                _ => (bits.wrapping_add(rule.half) >> 23) as i32,
-            };
-            let sc = e - rule.off;
-            ok &= (1..=254).contains(&field) && (-126..=126).contains(&sc);
-            *sk = (sc + 127) as u8;
-            let f = _mm256_castsi256_ps(_mm256_set1_epi32((((127 - sc) & 0xff) << 23) as i32));
+        if nb == 0 {
+            return ok;
+        }
+        let (mut xs, mut f, mut code, mut ok_b) = head!(0);
+        for k in 0..nb {
+            // the last iteration reads its own block again (no branch)
+            let next = head!((k + 1).min(nb - 1));
+            scales[k] = code;
+            ok &= ok_b;
             let mut r = [zero; 4];
             for q in 0..4 {
                 let y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(xs[q]), f));
@@ -472,7 +478,7 @@ mod x86 {
                 );
                 // every lane is below 2^31: the signed comparisons are the unsigned ones
                 sat_n = _mm256_sub_epi32(sat_n, _mm256_cmpgt_epi32(ord, max_ord));
-                let x_zero = _mm256_cmpeq_epi32(ax[q], zero);
+                let x_zero = _mm256_cmpeq_epi32(_mm256_and_si256(xs[q], abs), zero);
                 let ord_zero = _mm256_cmpeq_epi32(ord, zero);
                 fl_n = _mm256_sub_epi32(fl_n, _mm256_andnot_si256(x_zero, ord_zero));
                 let sign = _mm256_and_si256(_mm256_srai_epi32::<31>(xs[q]), sign_bit);
@@ -483,9 +489,10 @@ mod x86 {
                 _mm256_packus_epi32(r[2], r[3]),
             );
             _mm256_storeu_si256(
-                cb.as_mut_ptr().cast(),
+                codes[k * 32..k * 32 + 32].as_mut_ptr().cast(),
                 _mm256_permutevar8x32_epi32(b, order),
             );
+            (xs, f, code, ok_b) = next;
         }
         let sum = |v: __m256i| -> u64 {
             let mut l = [0u32; 8];
