@@ -255,6 +255,34 @@ fn encode_bytes(
     ))
 }
 
+/// Binary32 into bfloat16 codes, round to nearest even, by the AVX2 kernel
+/// [`cast16::bf16_codes_avx2`] (any overflow policy: a slice that overflows, or holds a
+/// subnormal, a NaN or ±Inf, is rounded by the generic kernel), in parallel chunks like the
+/// generic kernel. `None`: the generic route applies.
+fn encode_bf16(
+    fmt: &FloatFormat,
+    opts: &RoundOptions,
+    src: &[f32],
+    dst: &mut [u16],
+) -> Option<Status> {
+    if *fmt != FloatFormat::BF16
+        || opts.mode != RoundingMode::NearestEven
+        || crate::simd::active() < crate::simd::Level::Avx2
+    {
+        return None;
+    }
+    let p = Plan::<f32>::new(fmt, opts);
+    Some(for_chunks(
+        src,
+        dst,
+        opts.index_offset,
+        |s, d, at| match cast16::bf16_codes_avx2(s, d) {
+            Some(c) => Status::from(c),
+            None => run(&p, s, d, at, |c, _| c as u16),
+        },
+    ))
+}
+
 fn check_len(input: usize, output: usize) -> Result<()> {
     if input == output {
         Ok(())
@@ -468,6 +496,11 @@ pub(crate) fn encode_into_generic<I: Float, C: Code>(
     }
     if let (Some(s), Some(d)) = (I::as_f32_slice(src), C::as_u8s(dst)) {
         if let Some(st) = encode_bytes(fmt, opts, s, d) {
+            return Ok(st);
+        }
+    }
+    if let (Some(s), Some(d)) = (I::as_f32_slice(src), C::as_u16s(dst)) {
+        if let Some(st) = encode_bf16(fmt, opts, s, d) {
             return Ok(st);
         }
     }

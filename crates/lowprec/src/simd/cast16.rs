@@ -149,6 +149,35 @@ fn convert_at(
     }
 }
 
+/// Binary32 → bfloat16 codes (round to nearest even) on AVX2, for slices of normal and zero
+/// inputs that do not overflow: `(x + 0x7fff + lsb) >> 16` on the whole pattern (the sign
+/// rides along), inexact when the low 16 bits are not zero (bfloat16 has binary32's
+/// exponent range, so nothing else can happen there). `None`, with `dst` not to be used,
+/// when the slice holds a binary32 subnormal, a magnitude of at least `0x7f7f_8000` (it
+/// rounds to Inf: an overflow, or an Inf or NaN input), or below AVX2: the caller then
+/// rounds the slice with the generic kernel, which gives the same codes here (the tests
+/// compare them).
+pub(crate) fn bf16_codes_avx2(src: &[f32], dst: &mut [u16]) -> Option<Counts> {
+    assert_eq!(src.len(), dst.len(), "internal: bf16 lengths differ");
+    if super::active() < super::Level::Avx2 {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the AVX2 level is active, so detected (`active() <= detected()`).
+        let exact = unsafe { x86::avx2_bf16(src, dst) }?;
+        Some(Counts {
+            inexact: src.len() as u64 - exact,
+            ..Counts::default()
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (src, dst);
+        None
+    }
+}
+
 /// The body of the two AVX-512 functions: sixteen lanes at a time, the tail through a
 /// zero-padded stack vector (zeros add nothing to the counts). A macro, not a function, so
 /// that its closure is compiled inside each function's target features (a closure inherits
@@ -466,6 +495,73 @@ mod x86 {
             *c += lanes.iter().map(|&l| u64::from(l)).sum::<u64>();
         }
     }
+
+    /// [`super::bf16_codes_avx2`]: 32 lanes per step, the tail through a zero-padded block;
+    /// the number of exact elements, or `None` when the slice needs the generic kernel.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn avx2_bf16(src: &[f32], dst: &mut [u16]) -> Option<u64> {
+        let abs = _mm256_set1_epi32(ABS);
+        let low = _mm256_set1_epi32(0xffff);
+        let half = _mm256_set1_epi32(0x7fff);
+        let one = _mm256_set1_epi32(1);
+        let zero = _mm256_setzero_si256();
+        // per-lane exact counts (decreased by true masks), the largest |x| and the smallest
+        // |x| − 1 (unsigned: a zero gives 2^32 − 1, a subnormal less than 2^23 − 1)
+        let (mut exact, mut amax, mut tmin) = (zero, zero, _mm256_set1_epi32(-1));
+        macro_rules! lane {
+            ($x:expr) => {{
+                let x: __m256i = $x;
+                let a = _mm256_and_si256(x, abs);
+                amax = _mm256_max_epi32(amax, a);
+                tmin = _mm256_min_epu32(tmin, _mm256_sub_epi32(a, one));
+                exact = _mm256_sub_epi32(exact, _mm256_cmpeq_epi32(_mm256_and_si256(x, low), zero));
+                let lsb = _mm256_and_si256(_mm256_srli_epi32::<16>(x), one);
+                _mm256_srli_epi32::<16>(_mm256_add_epi32(_mm256_add_epi32(x, half), lsb))
+            }};
+        }
+        macro_rules! block {
+            ($s:expr, $d:expr) => {{
+                let (s, d): (*const f32, *mut u16) = ($s, $d);
+                let r0 = lane!(_mm256_loadu_si256(s.cast()));
+                let r1 = lane!(_mm256_loadu_si256(s.add(8).cast()));
+                let r2 = lane!(_mm256_loadu_si256(s.add(16).cast()));
+                let r3 = lane!(_mm256_loadu_si256(s.add(24).cast()));
+                // the packs interleave 128-bit halves; the permutes restore the order
+                let p01 = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(r0, r1));
+                let p23 = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(r2, r3));
+                _mm256_storeu_si256(d.cast(), p01);
+                _mm256_storeu_si256(d.add(16).cast(), p23);
+            }};
+        }
+        let n = src.len();
+        let whole = n / 32 * 32;
+        let mut i = 0;
+        while i < whole {
+            block!(src[i..i + 32].as_ptr(), dst[i..i + 32].as_mut_ptr());
+            i += 32;
+        }
+        if whole < n {
+            let mut t = [0f32; 32];
+            let mut o = [0u16; 32];
+            t[..n - whole].copy_from_slice(&src[whole..]);
+            block!(t.as_ptr(), o.as_mut_ptr());
+            dst[whole..].copy_from_slice(&o[..n - whole]);
+        }
+        let lanes = |v: __m256i| -> [u32; 8] {
+            let mut l = [0u32; 8];
+            _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
+            l
+        };
+        let amax = lanes(amax).into_iter().max().unwrap_or(0);
+        let tmin = lanes(tmin).into_iter().min().unwrap_or(u32::MAX);
+        if amax >= 0x7f7f_8000 || tmin < 0x7f_ffff {
+            return None;
+        }
+        // the zero padding of the tail counted as exact
+        let padded = (n.div_ceil(32) * 32) as u64;
+        let e: u64 = lanes(exact).iter().map(|&x| u64::from(x)).sum();
+        Some(e - (padded - n as u64))
+    }
 }
 
 #[cfg(test)]
@@ -532,6 +628,55 @@ mod tests {
             on
         })
         .collect()
+    }
+
+    /// The AVX2 bfloat16 codes equal the generic kernel's on every high half-word with the
+    /// low half-words at the rounding boundaries, in slices of many lengths, and the path
+    /// declines exactly the slices holding a subnormal, an overflow, a NaN or ±Inf.
+    #[test]
+    fn avx2_bf16_codes_equal_the_generic_kernel() {
+        if crate::simd::active() < Level::Avx2 {
+            return;
+        }
+        let lows: [u32; 9] = [
+            0, 1, 0x7fff, 0x8000, 0x8001, 0xc000, 0xffff, 0x5a5a, 0x18000,
+        ];
+        let x: Vec<f32> = (0..1u32 << 16)
+            .flat_map(|hi| {
+                lows.iter()
+                    .map(move |lo| f32::from_bits((hi << 16).wrapping_add(*lo)))
+            })
+            .collect();
+        let (mut taken, mut declined) = (0, 0);
+        let mut at = 0;
+        let mut len = 1;
+        while at < x.len() {
+            let s = &x[at..(at + len).min(x.len())];
+            let (gc, _, gst) = generic(&FloatFormat::BF16, s);
+            let mut c = vec![0u16; s.len()];
+            let special = s.iter().any(|v| {
+                let a = v.to_bits() & 0x7fff_ffff;
+                a >= 0x7f7f_8000 || (a != 0 && a < 0x0080_0000)
+            });
+            match super::bf16_codes_avx2(s, &mut c) {
+                Some(st) => {
+                    taken += 1;
+                    assert!(!special, "took a slice it must decline at {at}");
+                    assert_eq!(c, gc, "codes at {at}");
+                    assert_eq!(Status::from(st), gst, "counts at {at}");
+                }
+                None => {
+                    declined += 1;
+                    assert!(special, "declined a plain slice at {at}");
+                }
+            }
+            at += len;
+            len = len % 97 + 1;
+        }
+        assert!(
+            taken > 1000 && declined > 100,
+            "{taken} taken, {declined} declined"
+        );
     }
 
     /// Every high half-word with the low half-words at the rounding boundaries of both
