@@ -464,6 +464,60 @@ mod x86 {
             (h, y)
         };
         let mut i = 0;
+        // Codes, 32 at a time: when all 32 lanes are zero or normal in binary16 below 65520
+        // (one test for the four vectors), a lane is inexact exactly when the binary32 bits
+        // below binary16's last place (13) are not all zero: no conversion back is needed.
+        if let Dst::Codes(d) = &mut dst {
+            let bias = _mm256_set1_epi32(i32::MIN.wrapping_sub(MIN_NORMAL_F16));
+            let span = _mm256_set1_epi32(i32::MIN.wrapping_add(NO_OVERFLOW_F16 - MIN_NORMAL_F16));
+            let abs = _mm256_set1_epi32(ABS);
+            let low = _mm256_set1_epi32(0x1fff);
+            let zero = _mm256_setzero_si256();
+            // zero, or min_normal ≤ |x| < 65520: |x| − min_normal below the span, compared
+            // as signed numbers after moving the range by 2^31
+            let common = |x: __m256| {
+                let a = _mm256_and_si256(_mm256_castps_si256(x), abs);
+                _mm256_or_si256(
+                    _mm256_cmpgt_epi32(span, _mm256_add_epi32(a, bias)),
+                    _mm256_cmpeq_epi32(a, zero),
+                )
+            };
+            let whole32 = n / 32 * 32;
+            // the exact lanes of the fast groups, and how many lanes those had
+            let mut exact_fast = zero;
+            let mut fast_lanes = 0u64;
+            while i < whole32 {
+                let xs = [
+                    _mm256_loadu_ps(src[i..i + 8].as_ptr()),
+                    _mm256_loadu_ps(src[i + 8..i + 16].as_ptr()),
+                    _mm256_loadu_ps(src[i + 16..i + 24].as_ptr()),
+                    _mm256_loadu_ps(src[i + 24..i + 32].as_ptr()),
+                ];
+                let all = _mm256_and_si256(
+                    _mm256_and_si256(common(xs[0]), common(xs[1])),
+                    _mm256_and_si256(common(xs[2]), common(xs[3])),
+                );
+                if _mm256_movemask_ps(_mm256_castsi256_ps(all)) == 0xff {
+                    fast_lanes += 32;
+                    for (q, &x) in xs.iter().enumerate() {
+                        let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+                        let exact =
+                            _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_castps_si256(x), low), zero);
+                        exact_fast = _mm256_sub_epi32(exact_fast, exact);
+                        _mm_storeu_si128(d[i + 8 * q..i + 8 * q + 8].as_mut_ptr().cast(), h);
+                    }
+                } else {
+                    for (q, &x) in xs.iter().enumerate() {
+                        let (h, _) = step(x, &mut cnt);
+                        _mm_storeu_si128(d[i + 8 * q..i + 8 * q + 8].as_mut_ptr().cast(), h);
+                    }
+                }
+                i += 32;
+            }
+            let mut lanes = [0u32; 8];
+            _mm256_storeu_si256(lanes.as_mut_ptr().cast(), exact_fast);
+            c[0] += fast_lanes - lanes.iter().map(|&l| u64::from(l)).sum::<u64>();
+        }
         while i < whole {
             let x = _mm256_loadu_ps(src[i..i + 8].as_ptr());
             let (h, y) = step(x, &mut cnt);
