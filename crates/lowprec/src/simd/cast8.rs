@@ -206,8 +206,11 @@ mod x86 {
 
     /// 32 lanes per step (four vectors), the tail through a zero-padded stack block (a zero
     /// adds nothing to the counts); `D = 23 − m` and `KEEP` (a zero keeps its sign) are
-    /// compile-time so that the shifts take immediates and no register. Returns the largest
-    /// `|x|` bits.
+    /// compile-time so that the shifts take immediates and no register. The rounding runs in
+    /// 32-bit lanes; the ordinals, signs and the masks the counts need are packed to bytes
+    /// (the four vectors' packs all order the lanes alike), where one operation covers 32
+    /// elements: the sign of a zero, the codes, and the counts in byte counters widened
+    /// every 255 steps. Returns the largest `|x|` bits.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn avx2<const D: i32, const KEEP: bool>(
         k: &Cast8,
@@ -220,14 +223,13 @@ mod x86 {
         let exp_mask = set(k.exp_mask);
         let a_emin = set(k.a_emin);
         let a_shift = set(k.a_shift);
-        let sign_bit = set(k.sign_bit);
         let min_normal = set(k.min_normal);
+        let sign_byte = _mm256_set1_epi8(k.sign_bit as u8 as i8);
         let zero = _mm256_setzero_si256();
-        // per-lane counters, each decreased by a true mask (−1): at most n / 8 per lane
-        let (mut exact, mut uf_n, mut fl_n, mut amax) = (zero, zero, zero, zero);
-        // One vector of eight binary32 inputs to eight codes in 32-bit lanes, valid unless
-        // an input reaches `over_min` (the caller redoes such a slice). Macros, not closures:
-        // the loop's state stays in registers and every intrinsic is inlined.
+        let mut amax = zero;
+        // one vector of eight binary32 inputs: (ordinal, exact, tiny, negative) in 32-bit
+        // lanes, the ordinal valid unless an input reaches `over_min` (the caller redoes
+        // such a slice). Macros, not closures: the state stays in registers.
         macro_rules! lane {
             ($x:expr) => {{
                 let x: __m256i = $x;
@@ -241,62 +243,111 @@ mod x86 {
                     _mm256_srli_epi32::<D>(_mm256_sub_epi32(ef, a_emin)),
                     _mm256_sub_epi32(_mm256_castps_si256(s), cb),
                 );
-                // every lane is below 2^31: the signed comparisons are the unsigned ones
-                let same = _mm256_cmpeq_epi32(y, a);
-                let is_zero = _mm256_cmpeq_epi32(ord, zero);
-                let tiny = _mm256_cmpgt_epi32(min_normal, a);
-                exact = _mm256_sub_epi32(exact, same);
-                uf_n = _mm256_sub_epi32(uf_n, _mm256_andnot_si256(same, tiny));
-                fl_n = _mm256_sub_epi32(fl_n, _mm256_andnot_si256(same, is_zero));
                 amax = _mm256_max_epi32(amax, a);
-                let mut sign = _mm256_and_si256(_mm256_srai_epi32::<31>(x), sign_bit);
-                if !KEEP {
-                    sign = _mm256_andnot_si256(is_zero, sign);
-                }
-                _mm256_or_si256(ord, sign)
+                // every lane is below 2^31: the signed comparison is the unsigned one
+                (
+                    ord,
+                    _mm256_cmpeq_epi32(y, a),
+                    _mm256_cmpgt_epi32(min_normal, a),
+                    _mm256_srai_epi32::<31>(x),
+                )
             }};
         }
-        // 32 inputs to 32 bytes: the two packs interleave 128-bit halves, the permute
-        // restores the order
+        // four vectors of 32-bit lanes to one of bytes (signed saturation keeps masks masks)
+        macro_rules! pack {
+            ($v:expr, $f32:ident, $f16:ident) => {{
+                let v: [__m256i; 4] = $v;
+                $f16($f32(v[0], v[1]), $f32(v[2], v[3]))
+            }};
+        }
+        // the order of the packs' lanes back to the elements'
         let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        // byte counters (exact, underflow, flushed), each decreased by true masks (−1)
+        let (mut eb, mut ub, mut fb): (__m256i, __m256i, __m256i);
+        // their widened sums (four 64-bit lanes each)
+        let (mut e64, mut u64s, mut f64s) = (zero, zero, zero);
         macro_rules! block {
             ($s:expr, $d:expr) => {{
                 let (s, d): (*const f32, *mut u8) = ($s, $d);
-                let r0 = lane!(_mm256_loadu_si256(s.cast()));
-                let r1 = lane!(_mm256_loadu_si256(s.add(8).cast()));
-                let r2 = lane!(_mm256_loadu_si256(s.add(16).cast()));
-                let r3 = lane!(_mm256_loadu_si256(s.add(24).cast()));
-                let b =
-                    _mm256_packus_epi16(_mm256_packus_epi32(r0, r1), _mm256_packus_epi32(r2, r3));
-                _mm256_storeu_si256(d.cast(), _mm256_permutevar8x32_epi32(b, order));
+                let l0 = lane!(_mm256_loadu_si256(s.cast()));
+                let l1 = lane!(_mm256_loadu_si256(s.add(8).cast()));
+                let l2 = lane!(_mm256_loadu_si256(s.add(16).cast()));
+                let l3 = lane!(_mm256_loadu_si256(s.add(24).cast()));
+                let ord = pack!(
+                    [l0.0, l1.0, l2.0, l3.0],
+                    _mm256_packus_epi32,
+                    _mm256_packus_epi16
+                );
+                let same = pack!(
+                    [l0.1, l1.1, l2.1, l3.1],
+                    _mm256_packs_epi32,
+                    _mm256_packs_epi16
+                );
+                let tiny = pack!(
+                    [l0.2, l1.2, l2.2, l3.2],
+                    _mm256_packs_epi32,
+                    _mm256_packs_epi16
+                );
+                let neg = pack!(
+                    [l0.3, l1.3, l2.3, l3.3],
+                    _mm256_packs_epi32,
+                    _mm256_packs_epi16
+                );
+                let is_zero = _mm256_cmpeq_epi8(ord, zero);
+                let mut sign = _mm256_and_si256(neg, sign_byte);
+                if !KEEP {
+                    sign = _mm256_andnot_si256(is_zero, sign);
+                }
+                eb = _mm256_sub_epi8(eb, same);
+                ub = _mm256_sub_epi8(ub, _mm256_andnot_si256(same, tiny));
+                fb = _mm256_sub_epi8(fb, _mm256_andnot_si256(same, is_zero));
+                let code = _mm256_or_si256(ord, sign);
+                _mm256_storeu_si256(d.cast(), _mm256_permutevar8x32_epi32(code, order));
+            }};
+        }
+        // the byte counters into the wide sums (the caller zeroes them before reuse)
+        macro_rules! widen {
+            () => {{
+                e64 = _mm256_add_epi64(e64, _mm256_sad_epu8(eb, zero));
+                u64s = _mm256_add_epi64(u64s, _mm256_sad_epu8(ub, zero));
+                f64s = _mm256_add_epi64(f64s, _mm256_sad_epu8(fb, zero));
             }};
         }
         let n = src.len();
         let whole = n / 32 * 32;
         let mut i = 0;
         while i < whole {
-            block!(src[i..i + 32].as_ptr(), dst[i..i + 32].as_mut_ptr());
-            i += 32;
+            // at most 255 steps between widenings: a byte counter counts one per step
+            let end = whole.min(i + 255 * 32);
+            (eb, ub, fb) = (zero, zero, zero);
+            while i < end {
+                block!(src[i..i + 32].as_ptr(), dst[i..i + 32].as_mut_ptr());
+                i += 32;
+            }
+            widen!();
         }
         if whole < n {
             let mut t = [0f32; 32];
             let mut o = [0u8; 32];
             t[..n - whole].copy_from_slice(&src[whole..]);
+            (eb, ub, fb) = (zero, zero, zero);
             block!(t.as_ptr(), o.as_mut_ptr());
             dst[whole..].copy_from_slice(&o[..n - whole]);
+            widen!();
         }
-        let lanes = |v: __m256i| -> [u32; 8] {
-            let mut l = [0u32; 8];
+        let sum64 = |v: __m256i| -> u64 {
+            let mut l = [0u64; 4];
             _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
-            l
+            l.iter().sum()
         };
-        let sum = |v: __m256i| -> u64 { lanes(v).iter().map(|&x| u64::from(x)).sum() };
         // the zero padding of the tail counted as exact
         let padded = (n.div_ceil(32) * 32) as u64;
-        c[0] = padded - sum(exact);
-        c[1] = sum(uf_n);
-        c[2] = sum(fl_n);
-        lanes(amax).into_iter().max().unwrap_or(0)
+        c[0] = padded - sum64(e64);
+        c[1] = sum64(u64s);
+        c[2] = sum64(f64s);
+        let mut l = [0u32; 8];
+        _mm256_storeu_si256(l.as_mut_ptr().cast(), amax);
+        l.into_iter().max().unwrap_or(0)
     }
 
     /// [`super::blocks8`]: 32 lanes per step, each vector of eight within one block (`b` is
