@@ -204,6 +204,67 @@ mod x86 {
     use super::Cast8;
     use std::arch::x86_64::*;
 
+    /// The lane constants of [`scaled_step!`].
+    #[derive(Clone, Copy)]
+    struct Scaled {
+        abs: __m256i,
+        exp_mask: __m256i,
+        a_emin: __m256i,
+        a_eclamp: __m256i,
+        a_shift: __m256i,
+        max_ord: __m256i,
+        sign_bit: __m256i,
+        zero: __m256i,
+    }
+
+    impl Scaled {
+        #[target_feature(enable = "avx2")]
+        fn new(k: &Cast8) -> Scaled {
+            let set = |v: u32| _mm256_set1_epi32(v as i32);
+            Scaled {
+                abs: set(0x7fff_ffff),
+                exp_mask: set(k.exp_mask),
+                a_emin: set(k.a_emin),
+                a_eclamp: set(k.a_eclamp),
+                a_shift: set(k.a_shift),
+                max_ord: set(k.max_ord),
+                sign_bit: set(k.sign_bit),
+                zero: _mm256_setzero_si256(),
+            }
+        }
+    }
+
+    /// The element step of the block kernels: eight elements `x` scaled by `f` (the
+    /// binary32 product), rounded to nearest even with saturation at the largest finite
+    /// value, as codes in 32-bit lanes; saturated lanes and nonzero `x` with a zero ordinal
+    /// decrease the counters `sat` and `fl` (by true masks, −1). `D = 23 − m`. A macro: it is
+    /// compiled inside each caller's target features, its counters in the caller's registers.
+    macro_rules! scaled_step {
+        ($c:expr, $d:ident, $x:expr, $f:expr, $sat:ident, $fl:ident) => {{
+            let c: Scaled = $c;
+            let x: __m256i = $x;
+            let y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(x), $f));
+            let a = _mm256_and_si256(y, c.abs);
+            let ef = _mm256_min_epu32(
+                _mm256_max_epu32(_mm256_and_si256(a, c.exp_mask), c.a_emin),
+                c.a_eclamp,
+            );
+            let cb = _mm256_add_epi32(ef, c.a_shift);
+            let s = _mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(cb));
+            let ord = _mm256_add_epi32(
+                _mm256_srli_epi32::<$d>(_mm256_sub_epi32(ef, c.a_emin)),
+                _mm256_sub_epi32(_mm256_castps_si256(s), cb),
+            );
+            // every lane is below 2^31: the signed comparisons are the unsigned ones
+            $sat = _mm256_sub_epi32($sat, _mm256_cmpgt_epi32(ord, c.max_ord));
+            let x_zero = _mm256_cmpeq_epi32(_mm256_and_si256(x, c.abs), c.zero);
+            let ord_zero = _mm256_cmpeq_epi32(ord, c.zero);
+            $fl = _mm256_sub_epi32($fl, _mm256_andnot_si256(x_zero, ord_zero));
+            let sign = _mm256_and_si256(_mm256_srai_epi32::<31>(x), c.sign_bit);
+            _mm256_or_si256(_mm256_min_epu32(ord, c.max_ord), sign)
+        }};
+    }
+
     /// 32 lanes per step (four vectors), the tail through a zero-padded stack block (a zero
     /// adds nothing to the counts); `D = 23 − m` and `KEEP` (a zero keeps its sign) are
     /// compile-time so that the shifts take immediates and no register. The rounding runs in
@@ -361,39 +422,12 @@ mod x86 {
         dst: &mut [u8],
         c: &mut [u64; 2],
     ) {
-        let set = |v: u32| _mm256_set1_epi32(v as i32);
-        let abs = set(0x7fff_ffff);
-        let exp_mask = set(k.exp_mask);
-        let a_emin = set(k.a_emin);
-        let a_eclamp = set(k.a_eclamp);
-        let a_shift = set(k.a_shift);
-        let max_ord = set(k.max_ord);
-        let sign_bit = set(k.sign_bit);
-        let zero = _mm256_setzero_si256();
-        let (mut sat_n, mut fl_n) = (zero, zero);
+        let sc = Scaled::new(k);
+        let (mut sat_n, mut fl_n) = (sc.zero, sc.zero);
         macro_rules! lane {
-            ($x:expr, $f:expr) => {{
-                let x: __m256i = $x;
-                let y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(x), $f));
-                let a = _mm256_and_si256(y, abs);
-                let ef = _mm256_min_epu32(
-                    _mm256_max_epu32(_mm256_and_si256(a, exp_mask), a_emin),
-                    a_eclamp,
-                );
-                let cb = _mm256_add_epi32(ef, a_shift);
-                let s = _mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(cb));
-                let ord = _mm256_add_epi32(
-                    _mm256_srli_epi32::<D>(_mm256_sub_epi32(ef, a_emin)),
-                    _mm256_sub_epi32(_mm256_castps_si256(s), cb),
-                );
-                // every lane is below 2^31: the signed comparisons are the unsigned ones
-                sat_n = _mm256_sub_epi32(sat_n, _mm256_cmpgt_epi32(ord, max_ord));
-                let x_zero = _mm256_cmpeq_epi32(_mm256_and_si256(x, abs), zero);
-                let ord_zero = _mm256_cmpeq_epi32(ord, zero);
-                fl_n = _mm256_sub_epi32(fl_n, _mm256_andnot_si256(x_zero, ord_zero));
-                let sign = _mm256_and_si256(_mm256_srai_epi32::<31>(y), sign_bit);
-                _mm256_or_si256(_mm256_min_epu32(ord, max_ord), sign)
-            }};
+            ($x:expr, $f:expr) => {
+                scaled_step!(sc, D, $x, $f, sat_n, fl_n)
+            };
         }
         let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         macro_rules! block {
@@ -458,15 +492,8 @@ mod x86 {
         scales: &mut [u8],
         c: &mut [u64; 2],
     ) -> bool {
-        let set = |v: u32| _mm256_set1_epi32(v as i32);
-        let abs = set(0x7fff_ffff);
-        let exp_mask = set(k.exp_mask);
-        let a_emin = set(k.a_emin);
-        let a_eclamp = set(k.a_eclamp);
-        let a_shift = set(k.a_shift);
-        let max_ord = set(k.max_ord);
-        let sign_bit = set(k.sign_bit);
-        let zero = _mm256_setzero_si256();
+        let sc = Scaled::new(k);
+        let (abs, zero) = (sc.abs, sc.zero);
         let (mut sat_n, mut fl_n) = (zero, zero);
         let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         // The block's loads, maximum and factor come one iteration ahead of its rounding
@@ -515,25 +542,7 @@ mod x86 {
             ok &= ok_b;
             let mut r = [zero; 4];
             for q in 0..4 {
-                let y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(xs[q]), f));
-                let a = _mm256_and_si256(y, abs);
-                let ef = _mm256_min_epu32(
-                    _mm256_max_epu32(_mm256_and_si256(a, exp_mask), a_emin),
-                    a_eclamp,
-                );
-                let cbits = _mm256_add_epi32(ef, a_shift);
-                let s = _mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(cbits));
-                let ord = _mm256_add_epi32(
-                    _mm256_srli_epi32::<D>(_mm256_sub_epi32(ef, a_emin)),
-                    _mm256_sub_epi32(_mm256_castps_si256(s), cbits),
-                );
-                // every lane is below 2^31: the signed comparisons are the unsigned ones
-                sat_n = _mm256_sub_epi32(sat_n, _mm256_cmpgt_epi32(ord, max_ord));
-                let x_zero = _mm256_cmpeq_epi32(_mm256_and_si256(xs[q], abs), zero);
-                let ord_zero = _mm256_cmpeq_epi32(ord, zero);
-                fl_n = _mm256_sub_epi32(fl_n, _mm256_andnot_si256(x_zero, ord_zero));
-                let sign = _mm256_and_si256(_mm256_srai_epi32::<31>(xs[q]), sign_bit);
-                r[q] = _mm256_or_si256(_mm256_min_epu32(ord, max_ord), sign);
+                r[q] = scaled_step!(sc, D, xs[q], f, sat_n, fl_n);
             }
             let b = _mm256_packus_epi16(
                 _mm256_packus_epi32(r[0], r[1]),
