@@ -929,6 +929,29 @@ mod tests {
         assert!(redone > 0);
     }
 
+    /// A NaN into a format without NaN is refused on the byte kernel's route as on the
+    /// generic one (the byte kernel sends the item holding it to the generic kernel, whose
+    /// count the check reads).
+    #[test]
+    fn nan_into_a_format_without_nan_is_refused_on_the_byte_route() {
+        let x: Vec<f32> = (0..100).map(|i| i as f32 / 7.0).chain([f32::NAN]).collect();
+        for fmt in [FloatFormat::FP4_E2M1, FloatFormat::FP6_E3M2] {
+            let mut c = vec![0u8; x.len()];
+            let r = crate::encode_into(&fmt, &x, &mut c, &RoundOptions::default());
+            assert!(
+                matches!(
+                    r,
+                    Err(crate::Error::NotEncodable {
+                        count: 1,
+                        first: 100,
+                        ..
+                    })
+                ),
+                "{fmt}: {r:?}"
+            );
+        }
+    }
+
     #[test]
     fn fast_kernels_equal_the_integer_kernel_f32() {
         same_as_integer::<f32>(|s| s as u32);

@@ -488,34 +488,24 @@ pub(crate) fn encode_into_generic<I: Float, C: Code>(
             dtype: C::NAME,
         });
     }
-    let code = |w: u64| C::from_u64(w);
     if let (Some(hw), Some(s), Some(d)) =
         (hardware16(fmt, opts), I::as_f32_slice(src), C::as_u16s(dst))
     {
         return Ok(run_hardware16(hw, s, Dst::Codes(d)));
     }
-    if let (Some(s), Some(d)) = (I::as_f32_slice(src), C::as_u8s(dst)) {
-        if let Some(st) = encode_bytes(fmt, opts, s, d) {
-            return Ok(st);
-        }
-    }
-    if let (Some(s), Some(d)) = (I::as_f32_slice(src), C::as_u16s(dst)) {
-        if let Some(st) = encode_bf16(fmt, opts, s, d) {
-            return Ok(st);
-        }
-    }
-    let st = match Route::<I>::new(fmt, opts, false) {
-        Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
-            run(&p, s, d, at, |c, _| code(c.to_u64()))
-        }),
-        Route::Widen(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
-            widened(s, d, at, |s, d, at| run(&p, s, d, at, |c, _| code(c)))
-        }),
-        Route::Narrow(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
-            narrowed(s, d, at, |s, d, at| {
-                run(&p, s, d, at, |c, _| code(u64::from(c)))
-            })
-        }),
+    // the AVX2 kernels of binary32 into bytes and into bfloat16, where they apply (their
+    // status goes through the NaN check below like the generic kernel's)
+    let fast = match (I::as_f32_slice(src), C::as_u8s(dst)) {
+        (Some(s), Some(d)) => encode_bytes(fmt, opts, s, d),
+        _ => None,
+    };
+    let fast = fast.or_else(|| match (I::as_f32_slice(src), C::as_u16s(dst)) {
+        (Some(s), Some(d)) => encode_bf16(fmt, opts, s, d),
+        _ => None,
+    });
+    let st = match fast {
+        Some(st) => st,
+        None => encode_generic(fmt, opts, src, dst),
     };
     if st.nan > 0 && !fmt.has_nan() {
         let first = src.iter().position(|v| v.to_f64().is_nan()).unwrap_or(0) as u64;
@@ -527,6 +517,30 @@ pub(crate) fn encode_into_generic<I: Float, C: Code>(
         });
     }
     Ok(st)
+}
+
+/// The codes of [`encode_into`] by the generic kernel, on the route the format and the input
+/// type take.
+fn encode_generic<I: Float, C: Code>(
+    fmt: &FloatFormat,
+    opts: &RoundOptions,
+    src: &[I],
+    dst: &mut [C],
+) -> Status {
+    let code = |w: u64| C::from_u64(w);
+    match Route::<I>::new(fmt, opts, false) {
+        Route::Native(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            run(&p, s, d, at, |c, _| code(c.to_u64()))
+        }),
+        Route::Widen(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            widened(s, d, at, |s, d, at| run(&p, s, d, at, |c, _| code(c)))
+        }),
+        Route::Narrow(p) => for_chunks(src, dst, opts.index_offset, |s, d, at| {
+            narrowed(s, d, at, |s, d, at| {
+                run(&p, s, d, at, |c, _| code(u64::from(c)))
+            })
+        }),
+    }
 }
 
 /// Round `src` into `fmt` and return the codes as a new `Vec`.
