@@ -1228,19 +1228,33 @@ fn pair_tables_give_what_apply_gives_with_the_same_counts() {
     ] {
         let p = Projection::new(Rounding::TowardZero, Saturation::Finite);
         let t = ops::PairTable::new(op, fa, fb, out, &p).unwrap();
+        // apply's element path: pieces no longer than the table of every pair (a longer
+        // array would take the pair table itself)
         let mut want = vec![0u64; n];
-        let wc = ops::apply(
-            op,
-            &[(fa, &a64), (fb, &b64)],
-            &out,
-            &p,
-            ops::Random::Seeded {
-                seed: 0,
-                index_offset: 0,
-            },
-            &mut want,
-        )
-        .unwrap();
+        let piece = 1usize << (fa.bits() + fb.bits());
+        let mut wc = ops::Counts::default();
+        for (k, w) in want.chunks_mut(piece).enumerate() {
+            let r = k * piece..(k * piece + w.len());
+            let c = ops::apply(
+                op,
+                &[(fa, &a64[r.clone()]), (fb, &b64[r])],
+                &out,
+                &p,
+                ops::Random::Seeded {
+                    seed: 0,
+                    index_offset: 0,
+                },
+                w,
+            )
+            .unwrap();
+            wc.total += c.total;
+            wc.inexact += c.inexact;
+            wc.overflow += c.overflow;
+            wc.underflow += c.underflow;
+            wc.invalid += c.invalid;
+            wc.saturated += c.saturated;
+            wc.nan += c.nan;
+        }
         let gc = if out.bits() <= 8 || op.kind() == ops::Kind::Boolean {
             let mut got = vec![0u8; n];
             let c = t.apply_u8(&a, &b, &mut got).unwrap();
@@ -1320,4 +1334,134 @@ fn pair_table_kernels_equal_the_portable_loop() {
             assert!(len < 1000 || sc.inexact > 0, "{op}: some rounding happened");
         }
     }
+}
+
+/// Add, Subtract, Multiply and Divide through a pair table's binary32 lanes (taken where they
+/// give every entry) against the library's exact element path (itself checked against the
+/// rational reference above): every pair of codes in a shuffled order, repeated past the
+/// parallel work item with a tail, the codes and the counts; and each pair alone (the
+/// kernel's padded tail), its counts against that pair's outcome. The formats the lanes must
+/// take are named, so that this tests the route and not only its fallback.
+#[test]
+fn pair_tables_in_binary32_lanes_equal_the_exact_element_path() {
+    let e4m3 = FloatFormat::FP8_E4M3;
+    let mut combos: Vec<(Op, FloatFormat, FloatFormat, FloatFormat)> = vec![];
+    for f in eight_bit().iter().chain(small().iter()) {
+        for op in [Op::Add, Op::Subtract, Op::Multiply, Op::Divide] {
+            combos.push((op, *f, *f, *f));
+        }
+    }
+    combos.extend([
+        (
+            Op::Add,
+            FloatFormat::BINARY8P4SE,
+            FloatFormat::BINARY8P4SE,
+            FloatFormat::BINARY8P3SE,
+        ),
+        (Op::Multiply, FloatFormat::FP8_E5M2, e4m3, e4m3),
+        (Op::Add, e4m3, FloatFormat::FP4_E2M1, FloatFormat::FP6_E2M3),
+        (
+            Op::Subtract,
+            FloatFormat::FP6_E3M2,
+            e4m3,
+            FloatFormat::FP8_E5M2,
+        ),
+    ]);
+    // sums of these are exact in binary32 (their codes span at most 24 bits); products of
+    // every 8-bit format are
+    let sums = [
+        "fp8-e4m3",
+        "fp8-e4m3fnuz",
+        "binary8p4se",
+        "fp6-e3m2",
+        "fp4-e2m1",
+    ];
+    let products = [&sums[..], &["fp8-e5m2", "binary8p3se"]].concat();
+    let mut lanes = 0;
+    for (op, fa, fb, out) in combos {
+        for sat in [Saturation::None, Saturation::Finite] {
+            let p = Projection::new(Rounding::NearestTiesToEven, sat);
+            let t = ops::PairTable::new(op, fa, fb, out, &p).unwrap();
+            let name = format!(
+                "{op} {} × {} → {} {sat:?}",
+                fa.name(),
+                fb.name(),
+                out.name()
+            );
+            let must = match op {
+                Op::Add | Op::Subtract => &sums[..],
+                _ => &products[..],
+            };
+            if fa == fb && fb == out && must.contains(&fa.name().as_ref()) {
+                assert!(t.uses_lanes(), "{name}: the lanes route");
+            }
+            if !t.uses_lanes() {
+                continue;
+            }
+            lanes += 1;
+            let (wa, wb) = (fa.bits(), fb.bits());
+            let pairs = 1usize << (wa + wb);
+            // every pair once (index i · 40503 mod 2^w is a permutation), the exact path's
+            // results
+            let perm = |i: usize| (i * 40503) & (pairs - 1);
+            let a: Vec<u64> = (0..pairs).map(|i| (perm(i) >> wb) as u64).collect();
+            let b: Vec<u64> = (0..pairs)
+                .map(|i| (perm(i) & ((1 << wb) - 1)) as u64)
+                .collect();
+            let mut want = vec![0u64; pairs];
+            let random = ops::Random::Seeded {
+                seed: 0,
+                index_offset: 0,
+            };
+            let Ok(wc) = ops::apply(op, &[(fa, &a), (fb, &b)], &out, &p, random, &mut want) else {
+                continue; // a NaN without a code (FP6/FP4 0/0): both paths refuse
+            };
+            let reps = (3 * 65536 / pairs).max(1) + 1;
+            let len = reps * pairs + 17;
+            let a8: Vec<u8> = (0..len).map(|i| a[i % pairs] as u8).collect();
+            let b8: Vec<u8> = (0..len).map(|i| b[i % pairs] as u8).collect();
+            let mut got = vec![0u8; len];
+            let gc = t.apply_u8(&a8, &b8, &mut got).unwrap();
+            for (i, g) in got.iter().enumerate() {
+                assert_eq!(u64::from(*g), want[i % pairs], "{name}: element {i}");
+            }
+            let r = reps as u64;
+            let mut all = ops::Counts {
+                total: wc.total * r,
+                inexact: wc.inexact * r,
+                overflow: wc.overflow * r,
+                underflow: wc.underflow * r,
+                invalid: wc.invalid * r,
+                saturated: wc.saturated * r,
+                nan: wc.nan * r,
+            };
+            for i in 0..17 {
+                let o = ops::apply_scalar(op, &[(fa, a[i]), (fb, b[i])], &out, &p, 0).unwrap();
+                count_outcome(&mut all, o.flags, o.code == out.nan_code(false));
+            }
+            assert_eq!(gc, all, "{name}: counts");
+            // apply on arrays longer than the table takes the same route
+            let (l64a, l64b): (Vec<u64>, Vec<u64>) = (
+                a8.iter().map(|&x| x.into()).collect(),
+                b8.iter().map(|&x| x.into()).collect(),
+            );
+            let mut via = vec![0u64; len];
+            let vc = ops::apply(op, &[(fa, &l64a), (fb, &l64b)], &out, &p, random, &mut via);
+            assert_eq!(vc.unwrap(), gc, "{name}: apply's counts");
+            assert!(
+                via.iter().zip(&got).all(|(v, g)| *v == u64::from(*g)),
+                "{name}: apply"
+            );
+            // one pair at a time: each element's own counts
+            for i in (0..pairs).step_by(7) {
+                let mut one = [0u8];
+                let c = t.apply_u8(&[a[i] as u8], &[b[i] as u8], &mut one).unwrap();
+                let o = ops::apply_scalar(op, &[(fa, a[i]), (fb, b[i])], &out, &p, 0).unwrap();
+                let mut w = ops::Counts::default();
+                count_outcome(&mut w, o.flags, o.code == out.nan_code(false));
+                assert_eq!((u64::from(one[0]), c), (want[i], w), "{name}: pair {i}");
+            }
+        }
+    }
+    assert!(lanes >= 40, "{lanes} tables took the lanes");
 }

@@ -995,7 +995,9 @@ pub(crate) fn check_random(random: &Random<'_>, n: usize, prj: &Projection) -> R
 ///
 /// Deterministic roundings of operations whose operands are all at most 8 bits wide (up to
 /// 16 bits in all) go through a table of every operand combination, computed once per call
-/// when the arrays are longer than the table; the result is the same. bfloat16 Add,
+/// when the arrays are longer than the table; the result is the same (two operands into a
+/// format of at most 8 bits: a [`PairTable`], which computes Add, Subtract, Multiply and
+/// Divide in binary32 lanes where that gives every entry). bfloat16 Add,
 /// Subtract and Multiply ([`apply_bf16`]) and FMA of two 8-bit operands and a binary32
 /// addend ([`apply_fma_f32`]) under NearestTiesToEven take vector paths, with the same
 /// results and counts.
@@ -1076,6 +1078,29 @@ pub fn apply(
         return Ok(c);
     }
     let width: u32 = fmts.iter().map(|f| f.bits()).sum();
+    if op.arity() == 2
+        && nbits == 0
+        && fmts.iter().all(|f| f.bits() <= 8)
+        && n > (1usize << width)
+        && (out.bits() <= 8 || matches!(op.kind(), Kind::Boolean | Kind::Class))
+    {
+        // two operands of at most 8 bits into a byte: the pair table (binary32 lanes where
+        // they give every entry); a NaN without a code takes the loop below, which names
+        // the element
+        let bytes = |k: usize| -> Vec<u8> {
+            let m = fmts[k].max_code();
+            operands[k].1.iter().map(|&c| (c & m) as u8).collect()
+        };
+        let t = PairTable::new(op, fmts[0], fmts[1], *out, prj)?;
+        let mut o = vec![0u8; n];
+        if let Ok(c) = t.apply_u8(&bytes(0), &bytes(1), &mut o) {
+            out_codes
+                .iter_mut()
+                .zip(&o)
+                .for_each(|(d, &s)| *d = u64::from(s));
+            return Ok(c);
+        }
+    }
     let table = (nbits == 0 && width <= 16 && n > (1usize << width))
         .then(|| table(op, &fmts, out, prj, p3109));
     let nan_code = out.nan_code(false);

@@ -80,8 +80,8 @@ pub(crate) fn cast8(k: &Cast8, src: &[f32], dst: &mut [u8]) -> Option<Counts8> {
             ($($d:literal)*) => {
                 match (k.dshift, k.zero_keeps_sign) {
                     // SAFETY: `available()` confirmed the AVX2 level (`active() <= detected()`).
-                    $(($d, true) => unsafe { x86::avx2::<$d, true>(k, src, dst, &mut c) },
-                    ($d, false) => unsafe { x86::avx2::<$d, false>(k, src, dst, &mut c) },)*
+                    $(($d, true) => unsafe { x86::avx2::<$d, true, _>(k, x86::F32s(src), dst, &mut c) },
+                    ($d, false) => unsafe { x86::avx2::<$d, false, _>(k, x86::F32s(src), dst, &mut c) },)*
                     _ => return None,
                 }
             };
@@ -200,9 +200,53 @@ pub(crate) fn mx8(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(crate) mod x86 {
     use super::Cast8;
     use std::arch::x86_64::*;
+
+    /// What [`avx2`] rounds: binary32 lanes, 32 elements at a time (a slice of binary32,
+    /// or values an operation computes in registers).
+    pub(crate) trait Lanes32 {
+        /// The number of elements.
+        fn len(&self) -> usize;
+        /// The binary32 bits of elements `i..i + 32` (`i + 32 ≤ len`).
+        ///
+        /// # Safety
+        ///
+        /// The CPU has AVX2 (the caller is compiled with it).
+        unsafe fn whole(&mut self, i: usize) -> [__m256i; 4];
+        /// Elements `i..len` (fewer than 32), then binary32 zeros.
+        ///
+        /// # Safety
+        ///
+        /// As [`Lanes32::whole`].
+        unsafe fn tail(&mut self, i: usize) -> [__m256i; 4];
+    }
+
+    /// A slice of binary32 as [`Lanes32`].
+    pub(crate) struct F32s<'a>(pub &'a [f32]);
+
+    impl Lanes32 for F32s<'_> {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        #[inline(always)]
+        unsafe fn whole(&mut self, i: usize) -> [__m256i; 4] {
+            let s = self.0[i..i + 32].as_ptr();
+            [
+                _mm256_loadu_si256(s.cast()),
+                _mm256_loadu_si256(s.add(8).cast()),
+                _mm256_loadu_si256(s.add(16).cast()),
+                _mm256_loadu_si256(s.add(24).cast()),
+            ]
+        }
+        #[inline(always)]
+        unsafe fn tail(&mut self, i: usize) -> [__m256i; 4] {
+            let mut t = [0f32; 32];
+            t[..self.0.len() - i].copy_from_slice(&self.0[i..]);
+            F32s(&t).whole(0)
+        }
+    }
 
     /// The lane constants of [`scaled_step!`].
     #[derive(Clone, Copy)]
@@ -273,9 +317,9 @@ mod x86 {
     /// elements: the sign of a zero, the codes, and the counts in byte counters widened
     /// every 255 steps. Returns the largest `|x|` bits.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn avx2<const D: i32, const KEEP: bool>(
+    pub(crate) unsafe fn avx2<const D: i32, const KEEP: bool, S: Lanes32>(
         k: &Cast8,
-        src: &[f32],
+        mut src: S,
         dst: &mut [u8],
         c: &mut [u64; 3],
     ) -> u32 {
@@ -329,11 +373,11 @@ mod x86 {
         let (mut e64, mut u64s, mut f64s) = (zero, zero, zero);
         macro_rules! block {
             ($s:expr, $d:expr) => {{
-                let (s, d): (*const f32, *mut u8) = ($s, $d);
-                let l0 = lane!(_mm256_loadu_si256(s.cast()));
-                let l1 = lane!(_mm256_loadu_si256(s.add(8).cast()));
-                let l2 = lane!(_mm256_loadu_si256(s.add(16).cast()));
-                let l3 = lane!(_mm256_loadu_si256(s.add(24).cast()));
+                let (s, d): ([__m256i; 4], *mut u8) = ($s, $d);
+                let l0 = lane!(s[0]);
+                let l1 = lane!(s[1]);
+                let l2 = lane!(s[2]);
+                let l3 = lane!(s[3]);
                 let ord = pack!(
                     [l0.0, l1.0, l2.0, l3.0],
                     _mm256_packus_epi32,
@@ -382,17 +426,15 @@ mod x86 {
             let end = whole.min(i + 255 * 32);
             (eb, ub, fb) = (zero, zero, zero);
             while i < end {
-                block!(src[i..i + 32].as_ptr(), dst[i..i + 32].as_mut_ptr());
+                block!(src.whole(i), dst[i..i + 32].as_mut_ptr());
                 i += 32;
             }
             widen!();
         }
         if whole < n {
-            let mut t = [0f32; 32];
             let mut o = [0u8; 32];
-            t[..n - whole].copy_from_slice(&src[whole..]);
             (eb, ub, fb) = (zero, zero, zero);
-            block!(t.as_ptr(), o.as_mut_ptr());
+            block!(src.tail(whole), o.as_mut_ptr());
             dst[whole..].copy_from_slice(&o[..n - whole]);
             widen!();
         }

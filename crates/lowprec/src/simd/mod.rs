@@ -13,6 +13,7 @@
 //! calls one only after `is_x86_feature_detected!` has confirmed every feature it enables,
 //! and [`set_max_level`] can only lower the level below what was detected.
 
+pub(crate) mod arith8;
 pub(crate) mod cast16;
 pub(crate) mod cast8;
 mod e2m1;
