@@ -133,7 +133,7 @@ fn wide_data(n: usize, row: usize, specials: bool, seed: u64) -> Vec<f64> {
 /// both NVFP4 conventions.
 #[test]
 fn codes_only_equal_the_full_conversion() {
-    use lowprec::block::mx::{mx_encode_into, mx_quantize_into, ScaleRule};
+    use lowprec::block::mx::{mx_encode_into, mx_quantize_into, shared_exponent, ScaleRule};
     use lowprec::block::nvfp4::{nvfp4_encode_into, nvfp4_quantize_into, Convention, Nvfp4Options};
     // with NaN and ±Inf (their blocks take the general rules), and without (the one-pass
     // kernel of binary32 codes in blocks of 32 takes the whole of such rows)
@@ -149,7 +149,12 @@ fn codes_only_equal_the_full_conversion() {
         for elem in [
             "fp8-e4m3", "fp8-e5m2", "fp6-e3m2", "fp6-e2m3", "fp4-e2m1", "int8", "e4m3fnuz",
         ] {
-            for rule in [ScaleRule::Floor, ScaleRule::Rceil] {
+            for rule in [
+                ScaleRule::Floor,
+                ScaleRule::Ceil,
+                ScaleRule::Even,
+                ScaleRule::Rceil,
+            ] {
                 let mut o = MxOptions::new(MxElement::parse(elem).unwrap());
                 o.scale = rule;
                 o.pad = true;
@@ -163,6 +168,20 @@ fn codes_only_equal_the_full_conversion() {
                     (&c2, &s2, st2),
                     "{elem} {rule:?} row {row}"
                 );
+                // each finite nonzero block's scale against the rule's binary64 definition
+                let bpr = o.blocks_per_row(row);
+                for (k, &code) in s2.iter().enumerate() {
+                    let start = (k / bpr) * row + (k % bpr) * 32;
+                    let end = (start + 32).min((k / bpr + 1) * row);
+                    let amax = x32[start..end]
+                        .iter()
+                        .fold(0f64, |m, &v| m.max((v as f64).abs()));
+                    if amax > 0.0 && amax.is_finite() && x32[start..end].iter().all(|v| !v.is_nan())
+                    {
+                        let (e, _) = shared_exponent(amax, &o.element, rule);
+                        assert_eq!(code, (e + 127) as u8, "{elem} {rule:?} row {row} block {k}");
+                    }
+                }
                 // blocks of 8, 16 and 64 (the byte kernel's other factor layouts)
                 for block in [8, 16, 64] {
                     let mut o = o;

@@ -381,6 +381,23 @@ const FLOOR: u8 = 0;
 const CEIL: u8 = 1;
 const EVEN: u8 = 2;
 
+/// The shared exponent field of a block whose largest magnitude has the bits `bits` (a
+/// binary float with `mant` fraction bits, exponent field `f = bits >> mant`), by the rule
+/// [`FLOOR`] (`f`), [`CEIL`] (`f + (fraction ≠ 0)`) or [`EVEN`] (`(bits + half) >> mant`,
+/// `half = 2^(mant − m − 1)` for an element of `m` fraction bits: the maximum rounded to the
+/// element's precision). The one definition of these three rules: the scalar scale passes
+/// and the AVX2 one-pass kernel ([`crate::simd::cast8::mx8`]) call it (with `rule` a
+/// constant there, so that it folds).
+#[inline(always)]
+pub(crate) fn rule_field(rule: u8, bits: u64, mant: u32, half: u64) -> i64 {
+    let field = (bits >> mant) as i64;
+    match rule {
+        FLOOR => field,
+        CEIL => field + ((bits & ((1u64 << mant) - 1)) != 0) as i64,
+        _ => ((bits + half) >> mant) as i64,
+    }
+}
+
 impl<I: Float, O: Float> super::RowKernel<I, O> for Ctx<I> {
     #[inline(always)]
     fn rows(
@@ -510,16 +527,14 @@ impl<I: Float> Ctx<I> {
     /// rules (identical to [`shared_exponent`], which the rceil rule uses).
     #[inline(always)]
     fn exponent_of_bits(&self, amax_bits: I::Bits) -> (i32, bool) {
-        let m = I::MANT as u64;
+        let m = I::MANT;
         let bits = amax_bits.to_u64();
         let field = (bits >> m) as i32;
+        let half = 1u64 << (m - self.opts.element.man_bits() - 1);
         let e = match self.opts.scale {
-            ScaleRule::Floor => field,
-            ScaleRule::Ceil => field + (bits & ((1u64 << m) - 1) != 0) as i32,
-            ScaleRule::Even => {
-                let half = 1u64 << (m - self.opts.element.man_bits() as u64 - 1);
-                ((bits + half) >> m) as i32
-            }
+            ScaleRule::Floor => rule_field(FLOOR, bits, m, half) as i32,
+            ScaleRule::Ceil => rule_field(CEIL, bits, m, half) as i32,
+            ScaleRule::Even => rule_field(EVEN, bits, m, half) as i32,
             ScaleRule::Rceil => {
                 return shared_exponent(
                     I::from_bits(amax_bits).to_f64(),
@@ -684,20 +699,15 @@ impl<I: Float> Ctx<I> {
         inv: &mut [I],
         up: &mut [O],
     ) -> bool {
-        let mant = I::MANT as u64;
-        let man_mask = (1u64 << mant) - 1;
-        let half = 1u64 << (mant - self.opts.element.man_bits() as u64 - 1);
+        let mant = I::MANT;
+        let half = 1u64 << (mant - self.opts.element.man_bits() - 1);
         let off = I::BIAS as i64 + self.opts.element.emax() as i64;
         let (top_i, top_o) = (2 * I::BIAS as i64, 2 * O::BIAS as i64);
         let mut ok = true;
         for (((&b, sk), ik), uk) in bm.iter().zip(s.iter_mut()).zip(inv.iter_mut()).zip(up) {
             let bits = b.to_u64();
             let field = (bits >> mant) as i64;
-            let e = match RULE {
-                FLOOR => field,
-                CEIL => field + ((bits & man_mask) != 0) as i64,
-                _ => ((bits + half) >> mant) as i64,
-            };
+            let e = rule_field(RULE, bits, mant, half);
             let sc = e - off;
             // the exponent fields of 2^−sc in I and 2^sc in O
             let (fi, fo) = (I::BIAS as i64 - sc, O::BIAS as i64 + sc);

@@ -145,8 +145,8 @@ pub(crate) fn blocks8(
 }
 
 /// How an MX block's shared exponent comes from its largest magnitude's binary32 bits
-/// `bits` (field `f = bits >> 23`, element emax `E`): `e = f` (floor), `f + (fraction ≠ 0)`
-/// (ceil) or `(bits + half) >> 23` (even), and the scale exponent is `e − 127 − E`.
+/// (`crate::block::mx::rule_field`, the one definition of the floor, ceil and even rules),
+/// and the scale exponent is `e − 127 − E` (element emax `E`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MxRule {
     /// 0 floor, 1 ceil, 2 even.
@@ -560,11 +560,8 @@ pub(crate) mod x86 {
                 let m = _mm_max_epi32(m, _mm_shuffle_epi32::<0b01>(m));
                 let bits = _mm_cvtsi128_si32(m) as u32;
                 let field = (bits >> 23) as i32;
-                let e = match RULE {
-                    0 => field,
-                    1 => field + ((bits & 0x7f_ffff) != 0) as i32,
-                    _ => (bits.wrapping_add(rule.half) >> 23) as i32,
-                };
+                let e =
+                    crate::block::mx::rule_field(RULE, bits.into(), 23, rule.half.into()) as i32;
                 let sc = e - rule.off;
                 let ok = (1..=254).contains(&field) && (-126..=126).contains(&sc);
                 let f = _mm256_castsi256_ps(_mm256_set1_epi32((((127 - sc) & 0xff) << 23) as i32));
