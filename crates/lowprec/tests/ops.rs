@@ -1247,13 +1247,7 @@ fn pair_tables_give_what_apply_gives_with_the_same_counts() {
                 w,
             )
             .unwrap();
-            wc.total += c.total;
-            wc.inexact += c.inexact;
-            wc.overflow += c.overflow;
-            wc.underflow += c.underflow;
-            wc.invalid += c.invalid;
-            wc.saturated += c.saturated;
-            wc.nan += c.nan;
+            wc = wc.merge(c);
         }
         let gc = if out.bits() <= 8 || op.kind() == ops::Kind::Boolean {
             let mut got = vec![0u8; n];
@@ -1425,16 +1419,7 @@ fn pair_tables_in_binary32_lanes_equal_the_exact_element_path() {
             for (i, g) in got.iter().enumerate() {
                 assert_eq!(u64::from(*g), want[i % pairs], "{name}: element {i}");
             }
-            let r = reps as u64;
-            let mut all = ops::Counts {
-                total: wc.total * r,
-                inexact: wc.inexact * r,
-                overflow: wc.overflow * r,
-                underflow: wc.underflow * r,
-                invalid: wc.invalid * r,
-                saturated: wc.saturated * r,
-                nan: wc.nan * r,
-            };
+            let mut all = (0..reps).fold(ops::Counts::default(), |s, _| s.merge(wc));
             for i in 0..17 {
                 let o = ops::apply_scalar(op, &[(fa, a[i]), (fb, b[i])], &out, &p, 0).unwrap();
                 count_outcome(&mut all, o.flags, o.code == out.nan_code(false));

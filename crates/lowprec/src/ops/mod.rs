@@ -919,7 +919,17 @@ impl Counts {
         self.nan += nan as u64;
     }
 
-    pub(crate) fn merge(mut self, o: Counts) -> Counts {
+    /// The counts of two pieces together (every field added): pieces of an array give the
+    /// array's counts whatever the partition.
+    ///
+    /// ```
+    /// use lowprec::ops::Counts;
+    /// let a = Counts { total: 3, inexact: 1, ..Counts::default() };
+    /// let b = Counts { total: 2, inexact: 2, nan: 1, ..Counts::default() };
+    /// assert_eq!(a.merge(b), Counts { total: 5, inexact: 3, nan: 1, ..Counts::default() });
+    /// ```
+    #[must_use]
+    pub fn merge(mut self, o: Counts) -> Counts {
         self.total += o.total;
         self.inexact += o.inexact;
         self.overflow += o.overflow;
