@@ -2,7 +2,9 @@
 //! reference, compared bit for bit (codes, values, and the status counts of each block).
 
 use anyhow::{bail, Result};
-use lowprec::{encode_vec, reference, round_into, FloatFormat, RoundOptions, RoundingMode, Status};
+use lowprec::{
+    encode_into, reference, round_into, FloatFormat, RoundOptions, RoundingMode, Status,
+};
 use rayon::prelude::*;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -33,52 +35,80 @@ pub struct Args {
 
 const BLOCK: u64 = 1 << 16;
 
-/// The codes of `x` in the format's own code width (`u8` up to 8 bits, `u16` up to 16,
-/// then `u32`, `u64`), so that the specialised paths of those widths are the ones checked;
-/// `None` when the encoding is refused (NaN into a format without NaN).
-fn codes(f: &FloatFormat, x: &[f32], o: &RoundOptions) -> Option<(Vec<u64>, Status)> {
-    fn widen<C: lowprec::Code>(c: Vec<C>, st: Status) -> (Vec<u64>, Status) {
-        (c.into_iter().map(|c| c.to_u64()).collect(), st)
-    }
+/// One worker's buffers, reused from block to block (a fresh allocation per block of 2^16
+/// patterns costs page faults comparable to the reference's own work).
+#[derive(Default)]
+struct Scratch {
+    x: Vec<f32>,
+    v32: Vec<f32>,
+    v64: Vec<f64>,
+    c8: Vec<u8>,
+    c16: Vec<u16>,
+    c32: Vec<u32>,
+    c64: Vec<u64>,
+}
+
+/// `buf` resized to `n` elements (their values are overwritten by the caller).
+fn sized<T: Copy + Default>(buf: &mut Vec<T>, n: usize) -> &mut [T] {
+    buf.resize(n, T::default());
+    &mut buf[..n]
+}
+
+/// Encode `s.x` in the format's own code width (`u8` up to 8 bits, `u16` up to 16, then
+/// `u32`, `u64`), so that the specialised paths of those widths are the ones checked; the
+/// status, or `None` when the encoding is refused (NaN into a format without NaN).
+fn encode(f: &FloatFormat, s: &mut Scratch, o: &RoundOptions) -> Option<Status> {
+    let n = s.x.len();
+    let x = &s.x;
     match f.bits() {
-        0..=8 => encode_vec::<f32, u8>(f, x, o)
-            .ok()
-            .map(|(c, s)| widen(c, s)),
-        9..=16 => encode_vec::<f32, u16>(f, x, o)
-            .ok()
-            .map(|(c, s)| widen(c, s)),
-        17..=32 => encode_vec::<f32, u32>(f, x, o)
-            .ok()
-            .map(|(c, s)| widen(c, s)),
-        _ => encode_vec::<f32, u64>(f, x, o)
-            .ok()
-            .map(|(c, s)| widen(c, s)),
+        0..=8 => encode_into(f, x, sized(&mut s.c8, n), o).ok(),
+        9..=16 => encode_into(f, x, sized(&mut s.c16, n), o).ok(),
+        17..=32 => encode_into(f, x, sized(&mut s.c32, n), o).ok(),
+        _ => encode_into(f, x, sized(&mut s.c64, n), o).ok(),
+    }
+}
+
+/// The code [`encode`] wrote for element `i`.
+fn code_at(f: &FloatFormat, s: &Scratch, i: usize) -> u64 {
+    match f.bits() {
+        0..=8 => s.c8[i].into(),
+        9..=16 => s.c16[i].into(),
+        17..=32 => s.c32[i].into(),
+        _ => s.c64[i],
     }
 }
 
 /// Mismatches in one block: (count, first few descriptions). The status counts of the
 /// encoding and of the rounding to values must equal the reference's, summed.
-fn check_block(f: &FloatFormat, o: &RoundOptions, start: u64, len: u64) -> (u64, Vec<String>) {
-    let x: Vec<f32> = (start..start + len)
-        .map(|b| f32::from_bits(b as u32))
-        .collect();
+fn check_block(
+    f: &FloatFormat,
+    o: &RoundOptions,
+    s: &mut Scratch,
+    start: u64,
+    len: u64,
+) -> (u64, Vec<String>) {
+    s.x.clear();
+    s.x.extend((start..start + len).map(|b| f32::from_bits(b as u32)));
+    let n = s.x.len();
     let o = o.index_offset(start);
-    let coded = codes(f, &x, &o);
-    let mut v32 = vec![0f32; x.len()];
-    let mut v64 = vec![0f64; x.len()];
+    let code_st = encode(f, s, &o);
     let round_st = if f.fits_f32() {
-        round_into(f, &x, &mut v32, &o).expect("lengths match")
+        round_into(f, &s.x, sized(&mut s.v32, n), &o).expect("lengths match")
     } else {
-        round_into(f, &x, &mut v64, &o).expect("lengths match")
+        round_into(f, &s.x, sized(&mut s.v64, n), &o).expect("lengths match")
     };
     let mut bad = 0;
     let mut first = Vec::new();
     let mut ref_st = Status::default();
-    for (i, &xi) in x.iter().enumerate() {
+    for (i, &xi) in s.x.iter().enumerate() {
         let r = reference::round(f, xi as f64, &o, i as u64);
         ref_st += r.status;
-        let v = if f.fits_f32() { v32[i] as f64 } else { v64[i] };
-        let code = coded.as_ref().map(|(c, _)| c[i]);
+        let v = if f.fits_f32() {
+            s.v32[i] as f64
+        } else {
+            s.v64[i]
+        };
+        let code = code_st.map(|_| code_at(f, s, i));
         let same_v = (v.is_nan() && r.value.is_nan()) || v.to_bits() == r.value.to_bits();
         let same_c = code.is_none() || r.code.is_none() || r.code == code;
         if !(same_v && same_c) {
@@ -94,7 +124,6 @@ fn check_block(f: &FloatFormat, o: &RoundOptions, start: u64, len: u64) -> (u64,
             }
         }
     }
-    let code_st = coded.map(|(_, st)| st);
     for (what, st) in [("rounding", Some(round_st)), ("encoding", code_st)] {
         if let Some(st) = st.filter(|st| *st != ref_st) {
             bad += 1;
@@ -135,7 +164,9 @@ pub fn run(a: &Args) -> Result<ExitCode> {
                 .collect();
             let (bad, first) = blocks
                 .par_iter()
-                .map(|&s| check_block(&f, &o, s, BLOCK.min(a.start + a.count - s)))
+                .map_init(Scratch::default, |scratch, &s| {
+                    check_block(&f, &o, scratch, s, BLOCK.min(a.start + a.count - s))
+                })
                 .reduce(
                     || (0, Vec::new()),
                     |mut x, y| {

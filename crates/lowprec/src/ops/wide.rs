@@ -229,17 +229,6 @@ impl U256 {
         let (lo, c) = self.1.overflowing_add(o.1);
         U256(self.0 + o.0 + c as u128, lo)
     }
-    fn sub(self, o: U256) -> U256 {
-        let (lo, b) = self.1.overflowing_sub(o.1);
-        U256(self.0 - o.0 - b as u128, lo)
-    }
-    fn shr(self, s: u32) -> U256 {
-        match s {
-            0 => self,
-            1..=127 => U256(self.0 >> s, (self.1 >> s) | (self.0 << (128 - s))),
-            _ => U256(0, self.0 >> (s - 128)),
-        }
-    }
     fn shl(self, s: u32) -> U256 {
         match s {
             0 => self,
@@ -247,34 +236,57 @@ impl U256 {
             _ => U256(self.1 << (s - 128), 0),
         }
     }
-    fn is_zero(self) -> bool {
-        self.0 == 0 && self.1 == 0
-    }
-    fn bits(self) -> u32 {
-        if self.0 != 0 {
-            256 - self.0.leading_zeros()
-        } else {
-            128 - self.1.leading_zeros()
-        }
-    }
 }
 
-/// `⌊√r⌋` and whether `r` is not a perfect square (digit-by-digit).
-fn isqrt(r: U256) -> (u128, bool) {
-    let mut rem = r;
-    let mut res = U256(0, 0);
-    let mut bit = U256(0, 1).shl((r.bits().max(1) - 1) & !1);
-    while !bit.is_zero() {
-        let t = res.add(bit);
-        if rem >= t {
-            rem = rem.sub(t);
-            res = res.shr(1).add(bit);
-        } else {
-            res = res.shr(1);
-        }
-        bit = bit.shr(2);
+/// The full product `a · b` of two 128-bit integers.
+fn mul_wide(a: u128, b: u128) -> U256 {
+    let (a1, a0) = (a >> 64, a & u128::from(u64::MAX));
+    let (b1, b0) = (b >> 64, b & u128::from(u64::MAX));
+    let (p1, p2) = (a0 * b1, a1 * b0);
+    U256(a1 * b1, a0 * b0)
+        .add(U256(p1 >> 64, p1 << 64))
+        .add(U256(p2 >> 64, p2 << 64))
+}
+
+/// `y` moved to `⌊√r⌋` by unit steps, each justified by an exact square: down while
+/// `y² > r`, up while `(y + 1)² ≤ r`. The estimates given to it are off by a few units at
+/// most; its result is exact whatever they are.
+fn settle(mut y: u128, r: U256) -> u128 {
+    while mul_wide(y, y) > r {
+        y -= 1;
     }
-    (res.1, !rem.is_zero())
+    while y < u128::MAX && mul_wide(y + 1, y + 1) <= r {
+        y += 1;
+    }
+    y
+}
+
+/// `⌊√h⌋` of a 128-bit integer: a binary64 estimate (relative error about 2^−52), one
+/// Newton step `(y + h / y) / 2` (error below a unit), then [`settle`].
+fn isqrt_u128(h: u128) -> u128 {
+    let y = (h as f64).sqrt() as u128;
+    let y = if y == 0 { 0 } else { (y + h / y) / 2 };
+    settle(y.min(u64::MAX as u128), U256(0, h))
+}
+
+/// `⌊√r⌋` and whether `r` is not a perfect square. With `r` scaled by `4^k` so that its high
+/// half `h` is at least 2^126: `s₁ = ⌊√h⌋`, `ρ = h − s₁²`, and the low half's root digit
+/// `q ≈ (ρ · 2^128 + l) / (2 · s₁ · 2^64)` (one division: the Karatsuba square root's step);
+/// `⌊√(r · 4^k)⌋ = s₁ · 2^64 + q` up to a few units, which [`settle`] removes, and
+/// `⌊√r⌋ = ⌊√(r · 4^k)⌋ >> k`.
+fn isqrt(r: U256) -> (u128, bool) {
+    let root = if r.0 == 0 {
+        isqrt_u128(r.1)
+    } else {
+        let k = r.0.leading_zeros() / 2;
+        let n = r.shl(2 * k);
+        let s1 = isqrt_u128(n.0);
+        let rho = n.0 - s1 * s1; // ≤ 2 s₁ < 2^65
+                                 // (ρ · 2^63 + l / 2^65) / s₁ < 2^128: no overflow (ρ ≤ 2^65 − 2)
+        let q = ((rho << 63) + (n.1 >> 65)) / s1;
+        settle((s1 << 64).saturating_add(q), n) >> k
+    };
+    (root, mul_wide(root, root) != r)
 }
 
 /// `√(s · 2^e)` for `s < 2^64` (nonzero), with at least [`KEEP`] bits when inexact.
@@ -394,5 +406,84 @@ mod tests {
         let r = reciprocal_root(2.0);
         assert!(r.sticky && (r.to_f64() - 0.5f64.sqrt()).abs() < 1e-15);
         assert!(r.sig.ilog2() >= KEEP);
+    }
+
+    /// What only the digit-by-digit root needs.
+    impl U256 {
+        fn sub(self, o: U256) -> U256 {
+            let (lo, b) = self.1.overflowing_sub(o.1);
+            U256(self.0 - o.0 - b as u128, lo)
+        }
+        fn shr(self, s: u32) -> U256 {
+            match s {
+                0 => self,
+                1..=127 => U256(self.0 >> s, (self.1 >> s) | (self.0 << (128 - s))),
+                _ => U256(0, self.0 >> (s - 128)),
+            }
+        }
+        fn is_zero(self) -> bool {
+            self.0 == 0 && self.1 == 0
+        }
+        fn bits(self) -> u32 {
+            if self.0 != 0 {
+                256 - self.0.leading_zeros()
+            } else {
+                128 - self.1.leading_zeros()
+            }
+        }
+    }
+
+    /// The digit-by-digit root, two bits per step: the reference for [`isqrt`].
+    fn isqrt_digits(r: U256) -> (u128, bool) {
+        let mut rem = r;
+        let mut res = U256(0, 0);
+        let mut bit = U256(0, 1).shl((r.bits().max(1) - 1) & !1);
+        while !bit.is_zero() {
+            let t = res.add(bit);
+            if rem >= t {
+                rem = rem.sub(t);
+                res = res.shr(1).add(bit);
+            } else {
+                res = res.shr(1);
+            }
+            bit = bit.shr(2);
+        }
+        (res.1, !rem.is_zero())
+    }
+
+    #[test]
+    fn integer_roots_equal_the_digit_by_digit_roots() {
+        let mut z = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            x ^ (x >> 31)
+        };
+        let mut cases = vec![
+            U256(0, 0),
+            U256(0, 1),
+            U256(0, 2),
+            U256(u128::MAX, u128::MAX),
+        ];
+        for _ in 0..20_000 {
+            let w = |x: u64, y: u64| (u128::from(x) << 64) | u128::from(y);
+            let r = U256(w(next(), next()), w(next(), next()));
+            // every width from 1 to 256 bits
+            let r = r.shr((next() % 256) as u32);
+            cases.push(r);
+            // perfect squares and their neighbours
+            let y = w(next(), next()) >> (next() % 128);
+            let sq = mul_wide(y, y);
+            cases.push(sq);
+            cases.push(sq.add(U256(0, 1)));
+            if !sq.is_zero() {
+                cases.push(sq.sub(U256(0, 1)));
+            }
+        }
+        for r in cases {
+            assert_eq!(isqrt(r), isqrt_digits(r), "{:#x} {:#x}", r.0, r.1);
+        }
     }
 }
