@@ -1,7 +1,8 @@
 //! `lowprec bench`: elements/s of rounding and encoding, one thread and all threads, beside
 //! what bounds them, measured in the same run: the memory-copy rate, streaming probes of the
 //! same bytes (read 4 B, write 1, 2 or 4 B per element, ordinary and non-temporal stores;
-//! [`lowprec::simd::stream_probe`]) and the `half` crate's slice conversions. Every record of
+//! [`lowprec::simd::stream_probe`]; and `r4+r4w1`, a read pass for the tensor's largest
+//! magnitude before r4w1, [`lowprec::simd::read_probe`]: the limit of a two-pass encode) and the `half` crate's slice conversions. Every record of
 //! a binary32 input carries its ratio to its probe and, for binary16 and bfloat16 encodes,
 //! to `half`.
 
@@ -11,7 +12,7 @@ use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use lowprec::format::PRESETS;
 use lowprec::ggml::{self, GgmlType};
 use lowprec::ops::{Op, PairTable, Projection};
-use lowprec::simd::{stream_probe, Store};
+use lowprec::simd::{read_probe, stream_probe, Store};
 use lowprec::{encode_into, round_into, FloatFormat, RoundOptions, RoundingMode};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -201,6 +202,10 @@ impl Record {
             let wide = self.format.ends_with("bf16") || self.format.ends_with("fp16");
             return Some(format!("r2w{}", if wide { 2 } else { 1 }));
         }
+        if self.kernel == "probe" && self.format == "r4+r4w1" {
+            // the two-pass limit against the one-pass one: the ceiling of a ratio to r4w1
+            return Some("r4w1".into());
+        }
         if self.input != "f32" || self.buffer != "preallocated" || self.kernel == "probe" {
             return None;
         }
@@ -339,7 +344,18 @@ fn measure(
         probes.push(("r4w2", name, t));
         let t = time(a.reps, || stream_probe(&b.x32, &mut b.c32, store));
         probes.push(("r4w4", name, t));
+        // two passes: the tensor's largest magnitude, then r4w1 — the memory limit of an
+        // encode whose scale depends on the whole tensor (NVFP4)
+        let t = time(a.reps, || {
+            std::hint::black_box(read_probe(&b.x32));
+            stream_probe(&b.x32, &mut b.c8, store)
+        });
+        probes.push(("r4+r4w1", name, t));
     }
+    let t = time(a.reps, || {
+        std::hint::black_box(read_probe(&b.x32));
+    });
+    probes.push(("r4", "ordinary", t));
     // elementwise operations on 8-bit codes through a pair table, and the streaming probe of
     // the same bytes (read two 1-byte operands, write a 1- or 2-byte result). The operands:
     // the data's values as codes of the operand format (as a tensor stored in it: no NaN),

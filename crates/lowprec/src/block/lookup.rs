@@ -25,8 +25,8 @@
 //! Counts of an unflagged block: saturated when `y ≥ 7` (`idx ≥ 519`), flushed when
 //! `x ≠ 0` and `y < 0.25` (`idx = 499`).
 //!
-//! The AVX-512 kernel (`crate::simd::e2m1_lookup`) computes the same bits with the same
-//! operations; the portable loop here serves every other machine.
+//! The AVX-512 and AVX2 kernels (`crate::simd::e2m1_lookup`) compute the same bits with the
+//! same operations; the portable loop here serves every other machine.
 
 pub(crate) use crate::simd::quarter::{Tally, IDX_HI, IDX_LO, IDX_SAT, IDX_ZERO, SHIFT, TOL};
 use crate::FloatFormat;
@@ -275,7 +275,7 @@ mod tests {
         );
     }
 
-    /// The portable loop and the AVX-512 kernel give the same bits, flags and counts.
+    /// The portable loop and the AVX-512 and AVX2 kernels give the same bits, flags and counts.
     #[test]
     fn portable_and_vector_kernels_agree() {
         let t = lut();

@@ -283,6 +283,21 @@ fn encode_bf16(
     ))
 }
 
+/// Binary32 into binary16 or bfloat16 codes by the first exact vector path this call and
+/// this CPU allow: the CPU's own conversion instruction ([`hardware16`]), else, for
+/// bfloat16, the AVX2 kernel ([`encode_bf16`]). `None`: the generic route applies.
+fn encode_halves(
+    fmt: &FloatFormat,
+    opts: &RoundOptions,
+    src: &[f32],
+    dst: &mut [u16],
+) -> Option<Status> {
+    match hardware16(fmt, opts) {
+        Some(hw) => Some(run_hardware16(hw, src, Dst::Codes(dst))),
+        None => encode_bf16(fmt, opts, src, dst),
+    }
+}
+
 fn check_len(input: usize, output: usize) -> Result<()> {
     if input == output {
         Ok(())
@@ -488,19 +503,14 @@ pub(crate) fn encode_into_generic<I: Float, C: Code>(
             dtype: C::NAME,
         });
     }
-    if let (Some(hw), Some(s), Some(d)) =
-        (hardware16(fmt, opts), I::as_f32_slice(src), C::as_u16s(dst))
-    {
-        return Ok(run_hardware16(hw, s, Dst::Codes(d)));
-    }
-    // the AVX2 kernels of binary32 into bytes and into bfloat16, where they apply (their
+    // the vector paths of binary32 into bytes and into 16-bit codes, where they apply (their
     // status goes through the NaN check below like the generic kernel's)
     let fast = match (I::as_f32_slice(src), C::as_u8s(dst)) {
         (Some(s), Some(d)) => encode_bytes(fmt, opts, s, d),
         _ => None,
     };
     let fast = fast.or_else(|| match (I::as_f32_slice(src), C::as_u16s(dst)) {
-        (Some(s), Some(d)) => encode_bf16(fmt, opts, s, d),
+        (Some(s), Some(d)) => encode_halves(fmt, opts, s, d),
         _ => None,
     });
     let st = match fast {

@@ -27,7 +27,7 @@ mod scan;
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
 pub(crate) use nvfp4te::te_codes;
 pub(crate) use pairs::pair_u8;
-pub use probe::{stream_probe, ProbeWord, Store};
+pub use probe::{read_probe, stream_probe, ProbeWord, Store};
 pub(crate) use rht::{fwht_f64, rht16_bf16, rht16_bf16_max};
 pub(crate) use scan::{columns4, stream8};
 use std::sync::atomic::{AtomicU8, Ordering};

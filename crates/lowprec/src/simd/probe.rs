@@ -63,6 +63,26 @@ impl<T: ProbeWord> super::Kernel for Ordinary<'_, T> {
     }
 }
 
+struct Largest<'a>(&'a [f32]);
+
+impl super::Kernel for Largest<'_> {
+    type Output = u32;
+    #[inline(always)]
+    fn run(self) -> u32 {
+        // eight independent lanes, so that the maximum vectorises
+        let mut m = [0u32; 8];
+        let whole = self.0.chunks_exact(8);
+        let tail = whole.remainder();
+        for c in whole {
+            for (m, x) in m.iter_mut().zip(c) {
+                *m = (*m).max(x.to_bits() & 0x7fff_ffff);
+            }
+        }
+        let t = tail.iter().fold(0, |a, x| a.max(x.to_bits() & 0x7fff_ffff));
+        m.iter().fold(t, |a, &e| a.max(e))
+    }
+}
+
 /// Elements per parallel work item, and the length from which a probe runs in parallel: the
 /// slice kernels' values (`round::slice`; `simd` depends on nothing above it).
 const CHUNK: usize = 1 << 14;
@@ -96,6 +116,27 @@ pub fn stream_probe<T: ProbeWord>(src: &[f32], dst: &mut [T], store: Store) {
     if store == Store::NonTemporal && super::active() >= super::Level::Avx2 {
         // SAFETY: SSE (the x86-64 baseline); orders the streaming stores before returning.
         unsafe { std::arch::x86_64::_mm_sfence() };
+    }
+}
+
+/// The read-only probe: the largest magnitude of `src` as binary32 bits (`|x|`'s bits; a
+/// NaN's bits are above every number's), the pass a per-tensor scale needs before any
+/// element is encoded (NVFP4, per-tensor FP8). Its time beside [`stream_probe`]'s is the
+/// memory limit of a two-pass encode. In parallel on rayon's pool above `2^17` elements.
+///
+/// ```
+/// use lowprec::simd::read_probe;
+/// assert_eq!(read_probe(&[1.0f32, -6.5, 2.0]), 6.5f32.to_bits());
+/// assert_eq!(read_probe(&[]), 0);
+/// ```
+pub fn read_probe(src: &[f32]) -> u32 {
+    if src.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
+        src.par_chunks(CHUNK)
+            .map(|c| super::dispatch(Largest(c)))
+            .max()
+            .unwrap_or(0)
+    } else {
+        super::dispatch(Largest(src))
     }
 }
 
@@ -192,5 +233,25 @@ mod tests {
         check::<u8>();
         check::<u16>();
         check::<u32>();
+    }
+
+    #[test]
+    fn the_read_probe_finds_the_largest_magnitude_anywhere() {
+        // long enough for the parallel path; the largest element moved over every
+        // position class of the eight lanes, the tail and the work items
+        let n = (1 << 17) + 13;
+        let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1000) as f32 - 500.0).collect();
+        for at in [0, 1, 7, 8, 1 << 14, (1 << 14) + 3, n - 13, n - 1] {
+            let mut y = x.clone();
+            y[at] = -1e6;
+            assert_eq!(super::read_probe(&y), 1e6f32.to_bits(), "at {at}");
+            assert_eq!(super::read_probe(&y[..at + 1]), 1e6f32.to_bits(), "at {at}");
+            let rest = y[at + 1..].iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert_eq!(
+                super::read_probe(&y[at + 1..]),
+                rest.to_bits(),
+                "after {at}"
+            );
+        }
     }
 }

@@ -1,8 +1,8 @@
 //! The quarter-binade index of binary32 magnitudes that NVFP4's and MXFP4's E2M1 lookup
 //! steps share: `⌊bits(y) / 2^SHIFT⌋` names the quarter binade of `y`, every E2M1 midpoint
 //! starts one, and a table indexed by it gives the code. The portable loops live in
-//! `crate::block::lookup`, the AVX-512 kernels in [`super::e2m1`]; both read these constants,
-//! which live here so that `simd` depends on nothing above it.
+//! `crate::block::lookup`, the AVX-512 and AVX2 kernels in [`super::e2m1`]; all read these
+//! constants, which live here so that `simd` depends on nothing above it.
 
 /// `⌊b / 2^SHIFT⌋` is the quarter binade of a binary32 with bits `b`.
 pub(crate) const SHIFT: u32 = 21;
