@@ -525,22 +525,28 @@ fn measure(
         FloatFormat::FP16,
         FloatFormat::FP4_E2M1,
     ];
+    // an unsigned format is timed on |x|, its domain (a negative input is invalid there)
+    let mut abs32: Vec<f32> = vec![];
     for f in formats {
         let name = f.name();
+        if !f.is_signed() && abs32.is_empty() {
+            abs32 = b.x32.iter().map(|v| v.abs()).collect();
+        }
+        let x32: &[f32] = if f.is_signed() { &b.x32 } else { &abs32 };
         for mode in [RoundingMode::NearestEven, RoundingMode::Stochastic] {
             let o = RoundOptions::new(mode).seed(1);
             let r = mode.short_name();
             let t = if f.fits_f32() {
-                time(a.reps, || drop(round_into(f, &b.x32, &mut b.y32, &o)))
+                time(a.reps, || drop(round_into(f, x32, &mut b.y32, &o)))
             } else {
-                time(a.reps, || drop(round_into(f, &b.x32, &mut b.y64, &o)))
+                time(a.reps, || drop(round_into(f, x32, &mut b.y64, &o)))
             };
             rec("round", &name, r, "f32", "preallocated", t);
             let t = match f.bits() {
-                0..=8 => time(a.reps, || drop(encode_into(f, &b.x32, &mut b.c8, &o))),
-                9..=16 => time(a.reps, || drop(encode_into(f, &b.x32, &mut b.c16, &o))),
-                17..=32 => time(a.reps, || drop(encode_into(f, &b.x32, &mut b.c32, &o))),
-                _ => time(a.reps, || drop(encode_into(f, &b.x32, &mut b.c64, &o))),
+                0..=8 => time(a.reps, || drop(encode_into(f, x32, &mut b.c8, &o))),
+                9..=16 => time(a.reps, || drop(encode_into(f, x32, &mut b.c16, &o))),
+                17..=32 => time(a.reps, || drop(encode_into(f, x32, &mut b.c32, &o))),
+                _ => time(a.reps, || drop(encode_into(f, x32, &mut b.c64, &o))),
             };
             rec("encode", &name, r, "f32", "preallocated", t);
             if headline.contains(f) {
@@ -769,7 +775,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     outln!(
-        "{} elements (accumulate: 64 × 4096 additions; gemm: multiply-adds), normal(0,1) data, simd level {}, best of {} (median in brackets), G elements/s; /probe and /nt: ratio to the streaming probe of the same bytes (ordinary and non-temporal stores), /half: to the `half` crate's conversion, same run and threads",
+        "{} elements (accumulate: 64 × 4096 additions; gemm: multiply-adds), normal(0,1) data (|x| for unsigned formats), simd level {}, best of {} (median in brackets), G elements/s; /probe and /nt: ratio to the streaming probe of the same bytes (ordinary and non-temporal stores), /half: to the `half` crate's conversion, same run and threads",
         n,
         lowprec::simd::active().name(),
         a.reps

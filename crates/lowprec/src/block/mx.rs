@@ -490,7 +490,7 @@ impl<I: Float> Ctx<I> {
         // kernel's plan takes it (it gives the same codes and counts)
         let cast8 = match (opts.element, &fused) {
             (MxElement::Float(f), Some(_)) if crate::round::kernel::f32_native(&f, false) => {
-                crate::round::kernel::Plan::<f32>::new(&f, &sat).cast8(f.bits())
+                crate::round::kernel::Plan::<f32>::new(&f, &sat).cast8(&f)
             }
             _ => None,
         };

@@ -79,7 +79,7 @@ impl Lanes {
         let opts = crate::RoundOptions::new(crate::RoundingMode::NearestEven);
         Some(Lanes {
             op,
-            round: crate::round::kernel::Plan::<f32>::new(&out, &opts).cast8(out.bits())?,
+            round: crate::round::kernel::Plan::<f32>::new(&out, &opts).cast8(&out)?,
             da: Decode8::new(&fa)?,
             db: Decode8::new(&fb)?,
         })
@@ -89,9 +89,7 @@ impl Lanes {
     /// binary32 result at or beyond the rounding's overflow bound (NaN and ±Inf included).
     fn sends_back(&self, x: u8, y: u8) -> bool {
         let r = self.op.apply(self.da.value(x), self.db.value(y));
-        self.da.undecoded(x)
-            || self.db.undecoded(y)
-            || r.to_bits() & 0x7fff_ffff >= self.round.over_min
+        self.da.undecoded(x) || self.db.undecoded(y) || self.round.sends_back(r.to_bits())
     }
 
     /// The codes and counts of one work item, `None` where the lanes cannot finish it.

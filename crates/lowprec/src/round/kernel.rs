@@ -196,7 +196,6 @@ impl<I: Float> Plan<I> {
         let exp_max_field = 2 * bias_in; // largest normal exponent field of I
         let add_ok = opts.mode == RoundingMode::NearestEven
             && fmt.has_zero()
-            && fmt.is_signed()
             && m < mant
             && eclamp + (mant - m) as i64 <= exp_max_field;
         let pat_ok = opts.mode == RoundingMode::NearestEven
@@ -273,10 +272,13 @@ impl<I: Float> Plan<I> {
 
 impl Plan<f32> {
     /// The constants of the AVX2 byte-code kernel ([`crate::simd::cast8`]), which is this
-    /// plan's lean float-add kernel with intrinsics: for round to nearest even into a
-    /// format of at most 8 bits that takes the lean kernel; else `None`.
-    pub(crate) fn cast8(&self, bits: u32) -> Option<crate::simd::cast8::Cast8> {
-        if self.kernel != K_ADD || self.mode != RNE || self.full || bits > 8 {
+    /// plan's lean float-add kernel with intrinsics: for round to nearest even into `fmt`
+    /// (this plan's format) of at most 8 bits with a zero, signed and taking the lean kernel,
+    /// or unsigned (the full kernel only for its negative inputs, which the byte kernel
+    /// sends back); else `None`.
+    pub(crate) fn cast8(&self, fmt: &FloatFormat) -> Option<crate::simd::cast8::Cast8> {
+        let unsigned = !fmt.is_signed() && fmt.has_zero();
+        if self.kernel != K_ADD || self.mode != RNE || (self.full && !unsigned) || fmt.bits() > 8 {
             return None;
         }
         // the smallest |x| whose ordinal overflows: ordinals grow with |x|, so a binary
@@ -302,6 +304,7 @@ impl Plan<f32> {
             over_min: lo,
             a_eclamp: self.a_eclamp,
             max_ord: self.max_ord,
+            unsigned,
         })
     }
 }
@@ -852,7 +855,7 @@ mod tests {
                     continue;
                 }
                 let p = Plan::<f32>::new(fmt, &opts);
-                let Some(k) = p.cast8(fmt.bits()) else {
+                let Some(k) = p.cast8(fmt) else {
                     continue;
                 };
                 taken += 1;
@@ -899,7 +902,9 @@ mod tests {
                             } else {
                                 mag
                             };
-                            f32::from_bits(mag | ((b >> 7) as u32 & 1) << 31)
+                            // all positive in a third of an unsigned format's slices
+                            let neg = (b >> 7) as u32 & u32::from(!k.unsigned || round % 3 != 0);
+                            f32::from_bits(mag | neg << 31)
                         })
                         .collect();
                     let mut fast = vec![0u8; n];
@@ -917,8 +922,10 @@ mod tests {
                         assert_eq!(st8, st, "{fmt} {ovf:?}: counts of {x:?}");
                     } else {
                         redone += 1;
+                        // (an unsigned format sends back every negative input, −0 included)
                         assert!(
-                            st.overflow + st.nan + st.infinite > 0,
+                            st.overflow + st.nan + st.infinite + st.invalid > 0
+                                || (k.unsigned && x.iter().any(|v| v.is_sign_negative())),
                             "{fmt} {ovf:?}: redone without cause: {x:?}"
                         );
                     }

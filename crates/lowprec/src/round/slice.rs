@@ -238,7 +238,7 @@ fn encode_bytes(
         return None;
     }
     let p = Plan::<f32>::new(fmt, opts);
-    let k = p.cast8(fmt.bits())?;
+    let k = p.cast8(fmt)?;
     Some(for_chunks(
         src,
         dst,

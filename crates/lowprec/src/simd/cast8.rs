@@ -1,5 +1,5 @@
-//! Binary32 → a signed format of at most 8 bits with a zero, round to nearest even, into
-//! byte codes, by AVX2: the float-add rounding of the generic kernel (`round::kernel`, its
+//! Binary32 → a format of at most 8 bits with a zero (signed or unsigned), round to nearest
+//! even, into byte codes, by AVX2: the float-add rounding of the generic kernel (`round::kernel`, its
 //! `K_ADD` element step) written with intrinsics over 32 lanes per step, so that four
 //! vectors of codes pack into one 32-byte store, with the lean kernel's counts.
 //!
@@ -16,7 +16,9 @@
 //! and the counts: inexact `(s ⊖ c) ≠ a`, underflow inexact and `a < 2^emin`, flushed
 //! inexact and `ord = 0`. Overflow, NaN and ±Inf take no lane work: [`Counts8::amax`] (the
 //! largest `a`) at or above [`Cast8::over_min`] (the smallest `a` that overflows) tells the
-//! caller to redo the slice with the generic kernel, which has every policy. The tests compare
+//! caller to redo the slice with the generic kernel, which has every policy. For an unsigned
+//! format `amax` is the largest `x` bits, sign included, so that a negative input (invalid)
+//! sends the slice back the same way. The tests compare
 //! codes and counts with the generic kernel on every format that takes this path; `lowprec
 //! verify` checks fp8-e4m3 on all 2^32 binary32 patterns.
 
@@ -45,6 +47,24 @@ pub(crate) struct Cast8 {
     pub a_eclamp: u32,
     /// The largest finite magnitude code (for [`blocks8`]'s saturation).
     pub max_ord: u32,
+    /// An unsigned format: [`Counts8::amax`] is the largest input *bits*, sign included, so
+    /// that a negative input (invalid; −0 too, which the generic kernel takes as well) sends
+    /// the slice back. [`blocks8`] and [`mx8`] do not take unsigned formats.
+    pub unsigned: bool,
+}
+
+impl Cast8 {
+    /// Whether an input with binary32 bits `bits` sends its slice back to the generic kernel
+    /// (the test [`cast8`]'s `amax` makes for the whole slice): `|x|` (or, unsigned, `x`'s
+    /// bits) at or above [`Cast8::over_min`].
+    pub fn sends_back(&self, bits: u32) -> bool {
+        let key = if self.unsigned {
+            bits
+        } else {
+            bits & 0x7fff_ffff
+        };
+        key >= self.over_min
+    }
 }
 
 /// What [`cast8`] counted.
@@ -56,8 +76,9 @@ pub(crate) struct Counts8 {
     pub underflow: u64,
     /// Inexact results rounded to zero.
     pub flushed: u64,
-    /// The largest `|x|` bits: at or above [`Cast8::over_min`] the slice held an overflow,
-    /// a NaN or ±Inf, and the codes and counts are not to be used.
+    /// The largest `|x|` bits (an unsigned format: the largest bits, sign included): at or
+    /// above [`Cast8::over_min`] the slice held an overflow, a NaN or ±Inf (or a negative
+    /// input into an unsigned format), and the codes and counts are not to be used.
     pub amax: u32,
 }
 
@@ -115,7 +136,7 @@ pub(crate) fn blocks8(
     dst: &mut [u8],
 ) -> Option<(u64, u64)> {
     assert_eq!(x.len(), dst.len(), "internal: blocks8 lengths differ");
-    if !available() || b == 0 || !b.is_multiple_of(8) || !k.zero_keeps_sign {
+    if !available() || b == 0 || !b.is_multiple_of(8) || !k.zero_keeps_sign || k.unsigned {
         return None;
     }
     assert!(
@@ -172,7 +193,12 @@ pub(crate) fn mx8(
     scales: &mut [u8],
 ) -> Option<(u64, u64)> {
     assert_eq!(x.len(), codes.len(), "internal: mx8 lengths differ");
-    if !available() || !x.len().is_multiple_of(32) || !k.zero_keeps_sign || rule.rule > 2 {
+    if !available()
+        || !x.len().is_multiple_of(32)
+        || !k.zero_keeps_sign
+        || k.unsigned
+        || rule.rule > 2
+    {
         return None;
     }
     assert_eq!(scales.len(), x.len() / 32, "internal: mx8 scales");
@@ -325,6 +351,8 @@ pub(crate) mod x86 {
     ) -> u32 {
         let set = |v: u32| _mm256_set1_epi32(v as i32);
         let abs = set(0x7fff_ffff);
+        // what `amax` keeps of each input: `|x|`, or all of `x` for an unsigned format
+        let key = set(if k.unsigned { u32::MAX } else { 0x7fff_ffff });
         let exp_mask = set(k.exp_mask);
         let a_emin = set(k.a_emin);
         let a_shift = set(k.a_shift);
@@ -348,8 +376,8 @@ pub(crate) mod x86 {
                     _mm256_srli_epi32::<D>(_mm256_sub_epi32(ef, a_emin)),
                     _mm256_sub_epi32(_mm256_castps_si256(s), cb),
                 );
-                amax = _mm256_max_epi32(amax, a);
-                // every lane is below 2^31: the signed comparison is the unsigned one
+                amax = _mm256_max_epu32(amax, _mm256_and_si256(x, key));
+                // every lane of `a` is below 2^31: the signed comparison is the unsigned one
                 (
                     ord,
                     _mm256_cmpeq_epi32(y, a),
