@@ -59,12 +59,17 @@ impl Cast8 {
     /// (the test [`cast8`]'s `amax` makes for the whole slice): `|x|` (or, unsigned, `x`'s
     /// bits) at or above [`Cast8::over_min`].
     pub fn sends_back(&self, bits: u32) -> bool {
-        let key = if self.unsigned {
-            bits
+        bits & self.key() >= self.over_min
+    }
+
+    /// What [`Counts8::amax`] keeps of each input's bits: the magnitude, or all of them for
+    /// an unsigned format (the one definition the kernel and [`Cast8::sends_back`] share).
+    pub fn key(&self) -> u32 {
+        if self.unsigned {
+            u32::MAX
         } else {
-            bits & 0x7fff_ffff
-        };
-        key >= self.over_min
+            0x7fff_ffff
+        }
     }
 }
 
@@ -353,7 +358,7 @@ pub(crate) mod x86 {
         let set = |v: u32| _mm256_set1_epi32(v as i32);
         let abs = set(0x7fff_ffff);
         // what `amax` keeps of each input: `|x|`, or all of `x` for an unsigned format
-        let key = set(if k.unsigned { u32::MAX } else { 0x7fff_ffff });
+        let key = set(k.key());
         let exp_mask = set(k.exp_mask);
         let a_emin = set(k.a_emin);
         let a_shift = set(k.a_shift);
