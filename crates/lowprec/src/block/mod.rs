@@ -204,53 +204,46 @@ pub(crate) fn max_abs<I: crate::Float>(x: &[I]) -> f64 {
     I::from_bits(m).to_f64()
 }
 
-/// The largest magnitude bits of every block of `b` elements of `x` (`x.len()` a multiple
-/// of `b`), sixteen blocks per entry (the last entry padded with zeros; read them with
-/// `as_flattened`), and of the whole of `x` (a NaN's or an infinity's bits if it holds one):
-/// one pass, in parallel for long inputs, writing the maxima without clearing them first.
-pub(crate) fn block_maxima_and_max<I: crate::Float>(
-    x: &[I],
-    b: usize,
-) -> (Vec<[I::Bits; 16]>, I::Bits) {
-    use crate::round::types::Word;
+/// The largest magnitude bits of every block of `b` elements of binary32 `x` (`x.len()` a
+/// multiple of `b`), sixteen blocks per entry (the last entry padded with zeros; read them
+/// with `as_flattened`), and of the whole of `x` (a NaN's or an infinity's bits if it holds
+/// one): one pass, in parallel for long inputs. Blocks of 16 (NVFP4's) take the AVX2 kernel
+/// [`crate::simd::block_maxima16`] where the CPU has it, other sizes the portable loop
+/// compiled for the best instruction set; both give the same bits (the simd module's tests
+/// compare them).
+pub(crate) fn block_maxima_and_max(x: &[f32], b: usize) -> (Vec<[u32; 16]>, u32) {
     use rayon::prelude::*;
     /// Sixteen blocks' maxima, compiled for the best instruction set.
-    struct Maxima<'a, I: crate::Float>(&'a [I], usize);
-    impl<I: crate::Float> crate::simd::Kernel for Maxima<'_, I> {
-        type Output = [I::Bits; 16];
+    struct Maxima<'a>(&'a [f32], usize);
+    impl crate::simd::Kernel for Maxima<'_> {
+        type Output = [u32; 16];
         #[inline(always)]
-        fn run(self) -> [I::Bits; 16] {
-            let mut out = [<I::Bits as Word>::ZERO; 16];
+        fn run(self) -> [u32; 16] {
+            let mut out = [0u32; 16];
             let n = self.0.len() / self.1;
             fused::block_maxima(self.0, self.1, &mut out[..n]);
             out
         }
     }
+    let sixteen = |c: &[f32]| -> [u32; 16] {
+        let mut out = [0u32; 16];
+        if b == 16 && crate::simd::block_maxima16(c, &mut out[..c.len() / 16]) {
+            return out;
+        }
+        crate::simd::dispatch(Maxima(c, b))
+    };
     debug_assert!(b > 0 && x.len().is_multiple_of(b));
-    let max = |m: &[I::Bits; 16]| m.iter().fold(<I::Bits as Word>::ZERO, |a, &e| a.max(e));
+    let max = |m: &[u32; 16]| m.iter().fold(0, |a, &e| a.max(e));
     if x.len() >= PARALLEL_MIN && rayon::current_num_threads() > 1 {
-        let bm: Vec<[I::Bits; 16]> = x
-            .par_chunks(16 * b)
-            .map(|c| crate::simd::dispatch(Maxima(c, b)))
-            .collect();
+        let bm: Vec<[u32; 16]> = x.par_chunks(16 * b).map(sixteen).collect();
         let m = bm
             .par_chunks(1 << 10)
-            .map(|c| {
-                c.iter()
-                    .map(max)
-                    .fold(<I::Bits as Word>::ZERO, |a, e| a.max(e))
-            })
-            .reduce(|| <I::Bits as Word>::ZERO, |a, e| a.max(e));
+            .map(|c| c.iter().map(max).fold(0, |a, e| a.max(e)))
+            .reduce(|| 0, |a, e| a.max(e));
         (bm, m)
     } else {
-        let bm: Vec<[I::Bits; 16]> = x
-            .chunks(16 * b)
-            .map(|c| crate::simd::dispatch(Maxima(c, b)))
-            .collect();
-        let m = bm
-            .iter()
-            .map(max)
-            .fold(<I::Bits as Word>::ZERO, |a, e| a.max(e));
+        let bm: Vec<[u32; 16]> = x.chunks(16 * b).map(sixteen).collect();
+        let m = bm.iter().map(max).fold(0, |a, e| a.max(e));
         (bm, m)
     }
 }

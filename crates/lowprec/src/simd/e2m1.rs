@@ -1,11 +1,13 @@
 //! The vector kernels of the E2M1 lookup steps (`crate::block::lookup`), NVFP4's and
 //! MXFP4's. AVX-512: one block of 16 binary32 elements per vector, the quarter-binade table
 //! in two registers (`vpermt2d`), each block's value table broadcast from memory
-//! (`vpermps`), the counts in mask registers. AVX2: a block as two vectors of eight, the
-//! table as bytes in two registers (`vpshufb` on the index's low four bits, a blend on its
-//! fifth), the counts by `movmskps` and `popcnt`. The same IEEE product and the same
-//! integer operations (unsigned comparisons included) as the portable loop, so the same
-//! bits.
+//! (`vpermps`), the counts in mask registers. AVX2: a block as two vectors of eight, two
+//! blocks' codes in one store, the table as bytes in two registers (`vpshufb` on the low
+//! four bits of the clamped index less `IDX_LO − 1`, a blend on the fifth), the counts in
+//! 32-bit lane counters, and the tests on the index itself (`idx ≥ IDX_SAT`, not
+//! `y ≥ IDX_SAT·2^SHIFT`: the same test, since the index is `⌊y / 2^SHIFT⌋` clamped). The
+//! same IEEE product and the same tests as the portable loop, so the same bits; the tests
+//! of `crate::block::lookup` compare all three.
 
 use super::quarter::{Tally, IDX_HI, IDX_LO, IDX_SAT, IDX_ZERO, SHIFT, TOL};
 
@@ -298,12 +300,21 @@ mod avx2 {
     use super::*;
     use std::arch::x86_64::*;
 
-    /// The quarter table as bytes (every entry is below 256), entries 0–15 and 16–31, each
-    /// in both 128-bit halves (`vpshufb` looks up within a half).
+    /// The lanes' quarter index is `j = clamp(idx, BASE, IDX_HI) − BASE` (0–22): one below
+    /// `IDX_LO`, so that `j = 0` is `y < IDX_LO·2^SHIFT` (outside the window of "near").
+    const BASE: u32 = IDX_LO - 1;
+
+    /// The quarter table as bytes (every entry is below 256) by `j`: entries 0–15 and
+    /// 16–31, each in both 128-bit halves (`vpshufb` looks up within a half). Entry 0 (and
+    /// 1: every `y` below 1/4) is 0 in both tables (the tests of `crate::block::lookup`
+    /// check it), which [`entry`] relies on.
     #[inline(always)]
     unsafe fn table(lut: &[u32; 32]) -> (__m256i, __m256i) {
-        let half = |o: usize| -> __m256i {
-            let b: [u8; 16] = std::array::from_fn(|i| lut[o + i] as u8);
+        debug_assert_eq!(lut[(IDX_LO % 32) as usize], 0);
+        let half = |o: u32| -> __m256i {
+            let b: [u8; 16] = std::array::from_fn(|j| {
+                lut[((BASE + o + j as u32).clamp(IDX_LO, IDX_HI) % 32) as usize] as u8
+            });
             let v = _mm_loadu_si128(b.as_ptr().cast());
             _mm256_set_m128i(v, v)
         };
@@ -319,52 +330,59 @@ mod avx2 {
         (xv, ab, yb)
     }
 
-    /// Unsigned `a ≥ b` in every lane, as a lane mask.
+    /// The quarter index `j` (see [`BASE`]) of eight `y` with bits `yb`. The upper 16 bits
+    /// of every `⌊y / 2^SHIFT⌋` are zero (it is below 2^11), so that the 16-bit saturating
+    /// subtraction is `max(⌊y / 2^SHIFT⌋ − BASE, 0)` in each lane.
     #[inline(always)]
-    unsafe fn ge_u32(a: __m256i, b: __m256i) -> __m256i {
-        _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), a)
+    unsafe fn index(yb: __m256i) -> __m256i {
+        _mm256_min_epi32(
+            _mm256_subs_epu16(
+                _mm256_srli_epi32::<{ SHIFT as i32 }>(yb),
+                _mm256_set1_epi32(BASE as i32),
+            ),
+            _mm256_set1_epi32((IDX_HI - BASE) as i32),
+        )
     }
 
-    /// The number of lanes of a lane mask that are set.
+    /// The table entry at every index `j` (from [`index`]). An index sits in its lane's low
+    /// byte, the other three bytes zero: they look up entry 0 of the low table, which is 0;
+    /// the high table is taken where bit 4 of `j` is set, moved to the byte's top bit by a
+    /// shift (`j < 32`: the shift leaves the other bytes zero).
     #[inline(always)]
-    unsafe fn count(m: __m256i) -> u64 {
-        u64::from(_mm256_movemask_ps(_mm256_castsi256_ps(m)).count_ones())
+    unsafe fn entry(t: (__m256i, __m256i), j: __m256i) -> __m256i {
+        _mm256_blendv_epi8(
+            _mm256_shuffle_epi8(t.0, j),
+            _mm256_shuffle_epi8(t.1, j),
+            _mm256_slli_epi32::<3>(j),
+        )
     }
 
-    /// The table entry of `y`'s clamped quarter index (`y` with bits `yb`).
+    /// The codes `mag | 8·sign(x)` of eight elements, in 32-bit lanes.
     #[inline(always)]
-    unsafe fn quarter(t: (__m256i, __m256i), yb: __m256i) -> __m256i {
-        let (lo, hi) = (
-            _mm256_set1_epi32(IDX_LO as i32),
-            _mm256_set1_epi32(IDX_HI as i32),
-        );
-        let idx = _mm256_min_epu32(
-            _mm256_max_epu32(_mm256_srli_epi32::<{ SHIFT as i32 }>(yb), lo),
-            hi,
-        );
-        // idx mod 32 in the low byte of each lane (the other bytes look up entry 0, masked)
-        let i = _mm256_and_si256(idx, _mm256_set1_epi32(31));
-        let upper = _mm256_cmpgt_epi32(i, _mm256_set1_epi32(15));
-        let e = _mm256_blendv_epi8(
-            _mm256_shuffle_epi8(t.0, i),
-            _mm256_shuffle_epi8(t.1, i),
-            upper,
-        );
-        _mm256_and_si256(e, _mm256_set1_epi32(0xff))
+    unsafe fn code(m: __m256i, x: __m256i) -> __m256i {
+        let sign = _mm256_andnot_si256(_mm256_set1_epi32(0x7fff_ffff), x);
+        _mm256_or_si256(m, _mm256_srli_epi32::<28>(sign))
     }
 
-    /// Store the sixteen codes `mag | 8·sign(x)` of two vectors at `at`.
+    /// Store the sixteen codes of two vectors of codes at `at`.
     #[inline(always)]
-    unsafe fn store_codes(at: *mut u8, m: [__m256i; 2], xv: [__m256i; 2]) {
-        let eight = _mm256_set1_epi32(8);
-        let code = |m: __m256i, x: __m256i| {
-            _mm256_or_si256(m, _mm256_and_si256(_mm256_srli_epi32::<28>(x), eight))
-        };
+    unsafe fn store16(at: *mut u8, c: [__m256i; 2]) {
         // dwords → words → bytes (within halves), then the four byte quads in order
-        let w = _mm256_packus_epi32(code(m[0], xv[0]), code(m[1], xv[1]));
+        let w = _mm256_packus_epi32(c[0], c[1]);
         let b = _mm256_packus_epi16(w, w);
         let o = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
         _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(o));
+    }
+
+    /// Store the 32 codes of four vectors of codes at `at` (one pack tree, one store).
+    #[inline(always)]
+    unsafe fn store32(at: *mut u8, c: [__m256i; 4]) {
+        let b = _mm256_packus_epi16(
+            _mm256_packus_epi32(c[0], c[1]),
+            _mm256_packus_epi32(c[2], c[3]),
+        );
+        let o = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(at.cast(), o);
     }
 
     /// Store the eight values `v` with the signs of `x` at `at`.
@@ -374,7 +392,101 @@ mod avx2 {
         _mm256_storeu_si256(at.cast(), _mm256_or_si256(_mm256_castps_si256(v), s));
     }
 
-    /// See [`super::e2m1_lookup`]; `VALUES` writes the values.
+    /// The sum of the eight lane counters of `v`.
+    #[inline(always)]
+    unsafe fn sum(v: __m256i) -> u64 {
+        let mut l = [0u32; 8];
+        _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
+        l.iter().map(|&c| u64::from(c)).sum()
+    }
+
+    /// What the lookup step makes of eight elements: the inputs' bits, the magnitude
+    /// codes, and three lane masks (near a quarter start, saturated, flushed).
+    #[derive(Clone, Copy)]
+    struct Eight {
+        x: __m256i,
+        m: __m256i,
+        near: __m256i,
+        sat: __m256i,
+        flushed: __m256i,
+    }
+
+    /// The lookup step of eight elements at `at` with the factor `f` (table `t`).
+    #[inline(always)]
+    unsafe fn eight(t: (__m256i, __m256i), at: *const f32, f: __m256) -> Eight {
+        let (x, ab, yb) = scaled(at, f);
+        let j = index(yb);
+        let zero = _mm256_setzero_si256();
+        // near: y ≥ IDX_LO·2^SHIFT (j ≠ 0) and (y + TOL) mod 2^SHIFT < 2·TOL
+        let off = _mm256_and_si256(
+            _mm256_add_epi32(yb, _mm256_set1_epi32(TOL as i32)),
+            _mm256_set1_epi32((1 << SHIFT) - 1),
+        );
+        let near = _mm256_andnot_si256(
+            _mm256_cmpeq_epi32(j, zero),
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(2 * TOL as i32), off),
+        );
+        // saturated: the quarter index at or above IDX_SAT; flushed: x ≠ 0 and the index
+        // below IDX_ZERO (every lane is small: the signed comparisons are the unsigned ones)
+        let sat = _mm256_cmpgt_epi32(j, _mm256_set1_epi32((IDX_SAT - BASE) as i32 - 1));
+        let flushed = _mm256_andnot_si256(
+            _mm256_cmpeq_epi32(ab, zero),
+            _mm256_cmpgt_epi32(_mm256_set1_epi32((IDX_ZERO - BASE) as i32), j),
+        );
+        Eight {
+            x,
+            m: entry(t, j),
+            near,
+            sat,
+            flushed,
+        }
+    }
+
+    /// The counts of unflagged blocks in 32-bit lane counters (decreased by true masks,
+    /// −1; at most two per block in a lane, and at most 2^16 blocks), and how many blocks
+    /// were flagged.
+    struct Counters {
+        sat: __m256i,
+        fl: __m256i,
+        n: usize,
+    }
+
+    /// The lookup step of block `k` (scale code `scales[k]`): its codes in two vectors of
+    /// 32-bit lanes; its counts into `c`, or, flagged, its index into `flagged`; `VALUES`
+    /// writes its values at `vp`. Each block is counted as it is computed, so that few
+    /// vectors stay live (sixteen registers).
+    #[inline(always)]
+    unsafe fn block<const VALUES: bool>(
+        t: (__m256i, __m256i),
+        (x, scales, k): (&[f32], &[u8], usize),
+        (recip, vtab, vp): (&[f32; 256], &[[f32; 8]], *mut f32),
+        c: &mut Counters,
+        flagged: &mut [u16],
+    ) -> [__m256i; 2] {
+        let sk = *scales.get_unchecked(k) as usize;
+        let f = _mm256_set1_ps(recip[sk]);
+        let at = x.as_ptr().add(16 * k);
+        let e = [eight(t, at, f), eight(t, at.add(8), f)];
+        if VALUES {
+            let vt = _mm256_loadu_ps(vtab.get_unchecked(sk).as_ptr());
+            let v = vp.add(16 * k);
+            store_values(v, _mm256_permutevar8x32_ps(vt, e[0].m), e[0].x);
+            store_values(v.add(8), _mm256_permutevar8x32_ps(vt, e[1].m), e[1].x);
+        }
+        let near = _mm256_or_si256(e[0].near, e[1].near);
+        if _mm256_testz_si256(near, near) == 0 {
+            *flagged.get_unchecked_mut(c.n) = k as u16;
+            c.n += 1;
+        } else {
+            c.sat = _mm256_sub_epi32(c.sat, _mm256_add_epi32(e[0].sat, e[1].sat));
+            c.fl = _mm256_sub_epi32(c.fl, _mm256_add_epi32(e[0].flushed, e[1].flushed));
+        }
+        [code(e[0].m, e[0].x), code(e[1].m, e[1].x)]
+    }
+
+    /// See [`super::e2m1_lookup`]; `VALUES` writes the values. Two blocks per step (their
+    /// 32 codes in one store), an odd last block alone. No closures: a closure that is not
+    /// inlined is compiled without AVX2.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn blocks<const VALUES: bool>(
@@ -388,56 +500,34 @@ mod avx2 {
         flagged: &mut [u16],
     ) -> Tally {
         let t = table(lut);
-        let frac = _mm256_set1_epi32((1 << SHIFT) - 1);
-        let tol = _mm256_set1_epi32(TOL as i32);
-        let tol2 = _mm256_set1_epi32(2 * TOL as i32);
-        let near_from = _mm256_set1_epi32((IDX_LO << SHIFT) as i32);
-        let sat_from = _mm256_set1_epi32((IDX_SAT << SHIFT) as i32);
-        let zero_below = _mm256_set1_epi32((IDX_ZERO << SHIFT) as i32);
         let zero = _mm256_setzero_si256();
-        let (mut saturated, mut flushed, mut n) = (0u64, 0u64, 0usize);
-        for (k, &sk) in scales.iter().enumerate() {
-            let f = _mm256_set1_ps(recip[sk as usize]);
-            let at = x.as_ptr().add(16 * k);
-            let (x0, a0, y0) = scaled(at, f);
-            let (x1, a1, y1) = scaled(at.add(8), f);
-            let (m0, m1) = (quarter(t, y0), quarter(t, y1));
-            store_codes(codes.as_mut_ptr().add(16 * k), [m0, m1], [x0, x1]);
-            if VALUES {
-                let vt = _mm256_loadu_ps(vtab.get_unchecked(sk as usize).as_ptr());
-                let v = values.as_mut_ptr().add(16 * k);
-                store_values(v, _mm256_permutevar8x32_ps(vt, m0), x0);
-                store_values(v.add(8), _mm256_permutevar8x32_ps(vt, m1), x1);
-            }
-            // near: y ≥ 499·2^21 (unsigned) and (y + TOL) mod 2^21 < 2·TOL
-            let near = |y: __m256i| {
-                let off = _mm256_and_si256(_mm256_add_epi32(y, tol), frac);
-                _mm256_and_si256(ge_u32(y, near_from), _mm256_cmpgt_epi32(tol2, off))
-            };
-            if _mm256_testz_si256(_mm256_or_si256(near(y0), near(y1)), _mm256_set1_epi32(-1)) == 0 {
-                *flagged.get_unchecked_mut(n) = k as u16;
-                n += 1;
-                continue;
-            }
-            saturated += count(ge_u32(y0, sat_from)) + count(ge_u32(y1, sat_from));
-            // flushed: x ≠ 0 and y < 500·2^21 (unsigned)
-            let fl = |a: __m256i, y: __m256i| {
-                _mm256_andnot_si256(
-                    _mm256_or_si256(_mm256_cmpeq_epi32(a, zero), ge_u32(y, zero_below)),
-                    _mm256_set1_epi32(-1),
-                )
-            };
-            flushed += count(fl(a0, y0)) + count(fl(a1, y1));
+        let mut c = Counters {
+            sat: zero,
+            fl: zero,
+            n: 0,
+        };
+        let v = (recip, vtab, values.as_mut_ptr());
+        let nb = scales.len();
+        let mut k = 0;
+        while k + 2 <= nb {
+            let p = block::<VALUES>(t, (x, scales, k), v, &mut c, flagged);
+            let q = block::<VALUES>(t, (x, scales, k + 1), v, &mut c, flagged);
+            store32(codes.as_mut_ptr().add(16 * k), [p[0], p[1], q[0], q[1]]);
+            k += 2;
+        }
+        if k < nb {
+            let p = block::<VALUES>(t, (x, scales, k), v, &mut c, flagged);
+            store16(codes.as_mut_ptr().add(16 * k), p);
         }
         Tally {
-            saturated,
-            flushed,
-            flagged: n,
+            saturated: sum(c.sat),
+            flushed: sum(c.fl),
+            flagged: c.n,
         }
     }
 
     /// See [`super::e2m1_lookup`].
-    #[target_feature(enable = "avx2,popcnt")]
+    #[target_feature(enable = "avx2")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn e2m1_lookup(
         lut: &[u32; 32],
@@ -456,7 +546,9 @@ mod avx2 {
         }
     }
 
-    /// See [`super::e2m1_exact`]; `VALUES` writes the values.
+    /// See [`super::e2m1_exact`]; `VALUES` writes the values. The counts in 32-bit lane
+    /// counters (decreased by true masks, −1; each lane counts at most one in eight
+    /// elements).
     #[inline(always)]
     unsafe fn exact<const VALUES: bool>(
         lut: &[u32; 32],
@@ -471,7 +563,7 @@ mod avx2 {
         let e2m1 = _mm256_setr_ps(0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0);
         let (fifteen, sixteen) = (_mm256_set1_epi32(15), _mm256_set1_epi32(16));
         let frac = _mm256_set1_epi32((1 << SHIFT) - 1);
-        let sat_from = _mm256_set1_epi32((IDX_SAT << SHIFT) as i32);
+        let sat_above = _mm256_set1_epi32((IDX_SAT - BASE) as i32 - 1);
         let zero = _mm256_setzero_si256();
         // the magnitude code: one less at an exact quarter start whose midpoint rounds down
         let mag = |e: __m256i, y: __m256i| {
@@ -482,16 +574,21 @@ mod avx2 {
             );
             _mm256_add_epi32(_mm256_and_si256(e, fifteen), down)
         };
-        let (mut saturated, mut flushed) = (0u64, 0u64);
+        // flushed: x ≠ 0 and a zero code
+        let flushed = |a: __m256i, m: __m256i| {
+            _mm256_andnot_si256(_mm256_cmpeq_epi32(a, zero), _mm256_cmpeq_epi32(m, zero))
+        };
+        let (mut sat, mut fl) = (zero, zero);
         for (k, &f) in inv.iter().enumerate() {
             let f = _mm256_set1_ps(f);
             for j in (k * b..(k + 1) * b).step_by(16) {
                 let at = x.as_ptr().add(j);
                 let (x0, a0, y0) = scaled(at, f);
                 let (x1, a1, y1) = scaled(at.add(8), f);
-                let m0 = mag(quarter(t, y0), y0);
-                let m1 = mag(quarter(t, y1), y1);
-                store_codes(codes.as_mut_ptr().add(j), [m0, m1], [x0, x1]);
+                let (j0, j1) = (index(y0), index(y1));
+                let m0 = mag(entry(t, j0), y0);
+                let m1 = mag(entry(t, j1), y1);
+                store16(codes.as_mut_ptr().add(j), [code(m0, x0), code(m1, x1)]);
                 if VALUES {
                     let u = _mm256_set1_ps(*up.get_unchecked(k));
                     let v = values.as_mut_ptr().add(j);
@@ -500,19 +597,20 @@ mod avx2 {
                     store_values(v, q0, x0);
                     store_values(v.add(8), q1, x1);
                 }
-                saturated += count(ge_u32(y0, sat_from)) + count(ge_u32(y1, sat_from));
-                // flushed: x ≠ 0 and a zero code
-                let fl = |a: __m256i, m: __m256i| {
-                    _mm256_andnot_si256(_mm256_cmpeq_epi32(a, zero), _mm256_cmpeq_epi32(m, zero))
-                };
-                flushed += count(fl(a0, m0)) + count(fl(a1, m1));
+                // saturated: the quarter index at or above IDX_SAT
+                let s = _mm256_add_epi32(
+                    _mm256_cmpgt_epi32(j0, sat_above),
+                    _mm256_cmpgt_epi32(j1, sat_above),
+                );
+                sat = _mm256_sub_epi32(sat, s);
+                fl = _mm256_sub_epi32(fl, _mm256_add_epi32(flushed(a0, m0), flushed(a1, m1)));
             }
         }
-        (saturated, flushed)
+        (sum(sat), sum(fl))
     }
 
     /// See [`super::e2m1_exact`].
-    #[target_feature(enable = "avx2,popcnt")]
+    #[target_feature(enable = "avx2")]
     pub(super) unsafe fn e2m1_exact(
         lut: &[u32; 32],
         x: &[f32],
