@@ -3,8 +3,9 @@
 //! in two registers (`vpermt2d`), each block's value table broadcast from memory
 //! (`vpermps`), the counts in mask registers. AVX2: a block as two vectors of eight, two
 //! blocks' codes in one store, the table as bytes in two registers (`vpshufb` on the low
-//! four bits of the clamped index less `IDX_LO − 1`, a blend on the fifth), the counts in
-//! 32-bit lane counters, and the tests on the index itself (`idx ≥ IDX_SAT`, not
+//! four bits of the clamped index less `IDX_LO − 1`, a blend on the fifth), the counts of a
+//! block by one byte mask and `popcnt` (the exact-scale step: in 32-bit lane counters), and
+//! the tests on the index itself (`idx ≥ IDX_SAT`, not
 //! `y ≥ IDX_SAT·2^SHIFT`: the same test, since the index is `⌊y / 2^SHIFT⌋` clamped). The
 //! same IEEE product and the same tests as the portable loop, so the same bits; the tests
 //! of `crate::block::lookup` compare all three.
@@ -442,12 +443,10 @@ mod avx2 {
         }
     }
 
-    /// The counts of unflagged blocks in 32-bit lane counters (decreased by true masks,
-    /// −1; at most two per block in a lane, and at most 2^16 blocks), and how many blocks
-    /// were flagged.
+    /// The counts of unflagged blocks, and how many blocks were flagged.
     struct Counters {
-        sat: __m256i,
-        fl: __m256i,
+        sat: u64,
+        fl: u64,
         n: usize,
     }
 
@@ -478,8 +477,15 @@ mod avx2 {
             *flagged.get_unchecked_mut(c.n) = k as u16;
             c.n += 1;
         } else {
-            c.sat = _mm256_sub_epi32(c.sat, _mm256_add_epi32(e[0].sat, e[1].sat));
-            c.fl = _mm256_sub_epi32(c.fl, _mm256_add_epi32(e[0].flushed, e[1].flushed));
+            // the sixteen saturated and sixteen flushed masks as bytes, one bit each in a
+            // byte mask: (saturated 0–7, flushed 0–7, saturated 8–15, flushed 8–15)
+            let b = _mm256_packs_epi16(
+                _mm256_packs_epi32(e[0].sat, e[1].sat),
+                _mm256_packs_epi32(e[0].flushed, e[1].flushed),
+            );
+            let bits = _mm256_movemask_epi8(b) as u32;
+            c.sat += u64::from((bits & 0x00ff_00ff).count_ones());
+            c.fl += u64::from((bits & 0xff00_ff00).count_ones());
         }
         [code(e[0].m, e[0].x), code(e[1].m, e[1].x)]
     }
@@ -500,10 +506,9 @@ mod avx2 {
         flagged: &mut [u16],
     ) -> Tally {
         let t = table(lut);
-        let zero = _mm256_setzero_si256();
         let mut c = Counters {
-            sat: zero,
-            fl: zero,
+            sat: 0,
+            fl: 0,
             n: 0,
         };
         let v = (recip, vtab, values.as_mut_ptr());
@@ -520,14 +525,14 @@ mod avx2 {
             store16(codes.as_mut_ptr().add(16 * k), p);
         }
         Tally {
-            saturated: sum(c.sat),
-            flushed: sum(c.fl),
+            saturated: c.sat,
+            flushed: c.fl,
             flagged: c.n,
         }
     }
 
     /// See [`super::e2m1_lookup`].
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,popcnt")]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn e2m1_lookup(
         lut: &[u32; 32],
