@@ -306,8 +306,8 @@ mod avx2 {
     const BASE: u32 = IDX_LO - 1;
 
     /// The quarter table as bytes (every entry is below 256) by `j`: entries 0–15 and
-    /// 16–31, each in both 128-bit halves (`vpshufb` looks up within a half). Entry 0 (and
-    /// 1: every `y` below 1/4) is 0 in both tables (the tests of `crate::block::lookup`
+    /// 16–31, each in both 128-bit halves (`vpshufb` looks up within a half). Entries 0
+    /// and 1 (every `y` below 1/4) are 0 in both tables (the tests of `crate::block::lookup`
     /// check it), which [`entry`] relies on.
     #[inline(always)]
     unsafe fn table(lut: &[u32; 32]) -> (__m256i, __m256i) {

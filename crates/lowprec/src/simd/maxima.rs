@@ -112,6 +112,10 @@ mod tests {
                         .unwrap_or(0)
                 })
                 .collect();
+            // the portable loop the kernel stands in for
+            let mut portable = vec![0u32; blocks];
+            crate::block::fused::block_maxima(&x, 16, &mut portable);
+            assert_eq!(portable, want, "{blocks} blocks, portable");
             let mut got = vec![u32::MAX; blocks];
             if super::block_maxima16(&x, &mut got) {
                 assert_eq!(got, want, "{blocks} blocks");
