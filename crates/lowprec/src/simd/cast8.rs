@@ -310,16 +310,15 @@ pub(crate) mod x86 {
         }
     }
 
-    /// The element step of the block kernels: eight elements `x` scaled by `f` (the
-    /// binary32 product), rounded to nearest even with saturation at the largest finite
-    /// value, as codes in 32-bit lanes; saturated lanes and nonzero `x` with a zero ordinal
-    /// decrease the counters `sat` and `fl` (by true masks, −1). `D = 23 − m`. A macro: it is
-    /// compiled inside each caller's target features, its counters in the caller's registers.
-    macro_rules! scaled_step {
-        ($c:expr, $d:ident, $x:expr, $f:expr, $sat:ident, $fl:ident) => {{
+    /// The rounding core of the block kernels: eight elements `x` scaled by `f` (the
+    /// binary32 product), their magnitude ordinals rounded to nearest even before
+    /// saturation, in 32-bit lanes (each below 2^31: `|y|`'s binade is clamped at
+    /// `a_eclamp`, and a NaN or ±Inf gives a large positive ordinal). `D = 23 − m`. A
+    /// macro: it is compiled inside each caller's target features.
+    macro_rules! scaled_ord {
+        ($c:expr, $d:ident, $x:expr, $f:expr) => {{
             let c: Scaled = $c;
-            let x: __m256i = $x;
-            let y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps(x), $f));
+            let y = _mm256_castps_si256(_mm256_mul_ps(_mm256_castsi256_ps($x), $f));
             let a = _mm256_and_si256(y, c.abs);
             let ef = _mm256_min_epu32(
                 _mm256_max_epu32(_mm256_and_si256(a, c.exp_mask), c.a_emin),
@@ -327,10 +326,23 @@ pub(crate) mod x86 {
             );
             let cb = _mm256_add_epi32(ef, c.a_shift);
             let s = _mm256_add_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(cb));
-            let ord = _mm256_add_epi32(
+            _mm256_add_epi32(
                 _mm256_srli_epi32::<$d>(_mm256_sub_epi32(ef, c.a_emin)),
                 _mm256_sub_epi32(_mm256_castps_si256(s), cb),
-            );
+            )
+        }};
+    }
+
+    /// The element step of the block kernels: [`scaled_ord!`] with saturation at the
+    /// largest finite value and the sign of `x`, as codes in 32-bit lanes; saturated lanes
+    /// and nonzero `x` with a zero ordinal decrease the counters `sat` and `fl` (by true
+    /// masks, −1). A macro: it is compiled inside each caller's target features, its
+    /// counters in the caller's registers.
+    macro_rules! scaled_step {
+        ($c:expr, $d:ident, $x:expr, $f:expr, $sat:ident, $fl:ident) => {{
+            let c: Scaled = $c;
+            let x: __m256i = $x;
+            let ord = scaled_ord!(c, $d, x, $f);
             // every lane is below 2^31: the signed comparisons are the unsigned ones
             $sat = _mm256_sub_epi32($sat, _mm256_cmpgt_epi32(ord, c.max_ord));
             let x_zero = _mm256_cmpeq_epi32(_mm256_and_si256(x, c.abs), c.zero);
@@ -570,7 +582,12 @@ pub(crate) mod x86 {
     ) -> bool {
         let sc = Scaled::new(k);
         let (abs, zero) = (sc.abs, sc.zero);
-        let (mut sat_n, mut fl_n) = (zero, zero);
+        let max_b = _mm256_set1_epi8(k.max_ord as u8 as i8);
+        let sign_b = _mm256_set1_epi8(k.sign_bit as u8 as i8);
+        // byte counters (not saturated, flushed), one per element of a block, each
+        // decreased by true masks (−1) and widened every 255 blocks
+        let (mut ns_b, mut fl_b) = (zero, zero);
+        let (mut ns_64, mut fl_64) = (zero, zero);
         let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         // The block's loads, maximum and factor come one iteration ahead of its rounding
         // (software pipelining): the chain load → maximum → scale → factor of one block
@@ -615,25 +632,54 @@ pub(crate) mod x86 {
             ok &= ok_b;
             let mut r = [zero; 4];
             for q in 0..4 {
-                r[q] = scaled_step!(sc, D, xs[q], f, sat_n, fl_n);
+                r[q] = scaled_ord!(sc, D, xs[q], f);
             }
-            let b = _mm256_packus_epi16(
+            // The block's 32 ordinals, signs and zero inputs packed to bytes (the packs
+            // order all three alike): an ordinal (below 2^31) saturates to 255 where it
+            // exceeds a byte, above every `max_ord`, and is zero only where it was; a
+            // signed pack of `x` is negative exactly where `x` is; one of `x << 1` (the
+            // sign dropped) is zero exactly where `x` is ±0. Then the saturation, the sign
+            // and the counts, one operation for 32 elements.
+            let ord = _mm256_packus_epi16(
                 _mm256_packus_epi32(r[0], r[1]),
                 _mm256_packus_epi32(r[2], r[3]),
             );
+            let neg = _mm256_packs_epi16(
+                _mm256_packs_epi32(xs[0], xs[1]),
+                _mm256_packs_epi32(xs[2], xs[3]),
+            );
+            let nonzero = _mm256_packs_epi16(
+                _mm256_packs_epi32(_mm256_slli_epi32::<1>(xs[0]), _mm256_slli_epi32::<1>(xs[1])),
+                _mm256_packs_epi32(_mm256_slli_epi32::<1>(xs[2]), _mm256_slli_epi32::<1>(xs[3])),
+            );
+            let clamped = _mm256_min_epu8(ord, max_b);
+            ns_b = _mm256_sub_epi8(ns_b, _mm256_cmpeq_epi8(clamped, ord));
+            fl_b = _mm256_sub_epi8(
+                fl_b,
+                _mm256_andnot_si256(
+                    _mm256_cmpeq_epi8(nonzero, zero),
+                    _mm256_cmpeq_epi8(ord, zero),
+                ),
+            );
+            let b = _mm256_or_si256(clamped, _mm256_blendv_epi8(zero, sign_b, neg));
             _mm256_storeu_si256(
                 codes[k * 32..k * 32 + 32].as_mut_ptr().cast(),
                 _mm256_permutevar8x32_epi32(b, order),
             );
+            if k % 255 == 254 || k + 1 == nb {
+                ns_64 = _mm256_add_epi64(ns_64, _mm256_sad_epu8(ns_b, zero));
+                fl_64 = _mm256_add_epi64(fl_64, _mm256_sad_epu8(fl_b, zero));
+                (ns_b, fl_b) = (zero, zero);
+            }
             (xs, f, code, ok_b) = next;
         }
         let sum = |v: __m256i| -> u64 {
-            let mut l = [0u32; 8];
+            let mut l = [0u64; 4];
             _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
-            l.iter().map(|&x| u64::from(x)).sum()
+            l.iter().sum()
         };
-        c[0] = sum(sat_n);
-        c[1] = sum(fl_n);
+        c[0] = 32 * nb as u64 - sum(ns_64);
+        c[1] = sum(fl_64);
         ok
     }
 }
