@@ -255,6 +255,22 @@ pub(crate) mod x86 {
         unsafe fn tail(&mut self, i: usize) -> [__m256i; 4];
     }
 
+    /// The sum of the four 64-bit lanes of `v` (the kernels' widened counters).
+    #[inline(always)]
+    pub(crate) unsafe fn sum_u64_lanes(v: __m256i) -> u64 {
+        let mut l = [0u64; 4];
+        _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
+        l.iter().sum()
+    }
+
+    /// The sum of the eight 32-bit lanes of `v`, unsigned (the kernels' lane counters).
+    #[inline(always)]
+    pub(crate) unsafe fn sum_u32_lanes(v: __m256i) -> u64 {
+        let mut l = [0u32; 8];
+        _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
+        l.iter().map(|&x| u64::from(x)).sum()
+    }
+
     /// A slice of binary32 as [`Lanes32`].
     pub(crate) struct F32s<'a>(pub &'a [f32]);
 
@@ -484,16 +500,11 @@ pub(crate) mod x86 {
             dst[whole..].copy_from_slice(&o[..n - whole]);
             widen!();
         }
-        let sum64 = |v: __m256i| -> u64 {
-            let mut l = [0u64; 4];
-            _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
-            l.iter().sum()
-        };
         // the zero padding of the tail counted as exact
         let padded = (n.div_ceil(32) * 32) as u64;
-        c[0] = padded - sum64(e64);
-        c[1] = sum64(u64s);
-        c[2] = sum64(f64s);
+        c[0] = padded - sum_u64_lanes(e64);
+        c[1] = sum_u64_lanes(u64s);
+        c[2] = sum_u64_lanes(f64s);
         let mut l = [0u32; 8];
         _mm256_storeu_si256(l.as_mut_ptr().cast(), amax);
         l.into_iter().max().unwrap_or(0)
@@ -560,13 +571,8 @@ pub(crate) mod x86 {
             block!(t.as_ptr(), o.as_mut_ptr(), f);
             dst[whole..].copy_from_slice(&o[..n - whole]);
         }
-        let sum = |v: __m256i| -> u64 {
-            let mut l = [0u32; 8];
-            _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
-            l.iter().map(|&x| u64::from(x)).sum()
-        };
-        c[0] = sum(sat_n);
-        c[1] = sum(fl_n);
+        c[0] = sum_u32_lanes(sat_n);
+        c[1] = sum_u32_lanes(fl_n);
     }
 
     /// [`super::mx8`]: per block of 32, the four vectors stay in registers from the maximum
@@ -673,13 +679,8 @@ pub(crate) mod x86 {
             }
             (xs, f, code, ok_b) = next;
         }
-        let sum = |v: __m256i| -> u64 {
-            let mut l = [0u64; 4];
-            _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
-            l.iter().sum()
-        };
-        c[0] = 32 * nb as u64 - sum(ns_64);
-        c[1] = sum(fl_64);
+        c[0] = 32 * nb as u64 - sum_u64_lanes(ns_64);
+        c[1] = sum_u64_lanes(fl_64);
         ok
     }
 }

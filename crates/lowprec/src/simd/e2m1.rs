@@ -299,6 +299,7 @@ mod x86 {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::*;
+    use crate::simd::cast8::x86::sum_u32_lanes;
     use std::arch::x86_64::*;
 
     /// The lanes' quarter index is `j = clamp(idx, BASE, IDX_HI) − BASE` (0–22): one below
@@ -391,14 +392,6 @@ mod avx2 {
     unsafe fn store_values(at: *mut f32, v: __m256, xv: __m256i) {
         let s = _mm256_and_si256(xv, _mm256_set1_epi32(i32::MIN));
         _mm256_storeu_si256(at.cast(), _mm256_or_si256(_mm256_castps_si256(v), s));
-    }
-
-    /// The sum of the eight lane counters of `v`.
-    #[inline(always)]
-    unsafe fn sum(v: __m256i) -> u64 {
-        let mut l = [0u32; 8];
-        _mm256_storeu_si256(l.as_mut_ptr().cast(), v);
-        l.iter().map(|&c| u64::from(c)).sum()
     }
 
     /// What the lookup step makes of eight elements: the inputs' bits, the magnitude
@@ -611,7 +604,7 @@ mod avx2 {
                 fl = _mm256_sub_epi32(fl, _mm256_add_epi32(flushed(a0, m0), flushed(a1, m1)));
             }
         }
-        (sum(sat), sum(fl))
+        (sum_u32_lanes(sat), sum_u32_lanes(fl))
     }
 
     /// See [`super::e2m1_exact`].
