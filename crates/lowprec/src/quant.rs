@@ -331,9 +331,46 @@ fn group_lanes<I: Float, Q: QOut, const V: bool>(
     let (xs, xr) = x.split_at(x.len() / L * L);
     // pieces of 16 vectors: one test of the near flags per piece
     const PIECE: usize = 16 * L;
+    // binary32 into byte codes without values: the AVX2 kernel of the same step
+    let lane = crate::simd::IntLane {
+        r: r.to_f64() as f32,
+        zero: z.to_f64() as f32,
+        lo: lo.to_f64() as f32,
+        hi: hi.to_f64() as f32,
+        mask,
+    };
+    let bytes = match (V, mask <= 0xff, I::as_f32_slice(xs)) {
+        (false, true, Some(x32)) => Q::as_bytes(&mut q[..xs.len()]).map(|q8| (x32, q8)),
+        _ => None,
+    };
+    let mut done = false;
+    if let Some((x32, q8)) = bytes {
+        done = true;
+        for (xp, qp) in x32.chunks(PIECE).zip(q8.chunks_mut(PIECE)) {
+            match crate::simd::int_codes(xp, qp, &lane) {
+                Some(p) if !p.near => {
+                    clipped[0] += p.clipped;
+                    flushed[0] += p.flushed;
+                }
+                Some(_) => {
+                    for (&xi, qi) in xp.iter().zip(qp.iter_mut()) {
+                        let (code, _, cl, fl) = exact(I::from_f64(f64::from(xi)));
+                        *qi = code as u8 & mask as u8;
+                        tail = (tail.0 + cl, tail.1 + fl);
+                    }
+                }
+                // (no AVX2: known at the first piece, before anything is written)
+                None => {
+                    done = false;
+                    break;
+                }
+            }
+        }
+    }
     // (without values, a piece's values go to this scratch, which stays in L1)
     let mut scratch = [I::default(); PIECE];
-    for (p, (xp, qp)) in xs.chunks(PIECE).zip(q.chunks_mut(PIECE)).enumerate() {
+    let pieces = if done { 0 } else { xs.len() };
+    for (p, (xp, qp)) in (xs[..pieces].chunks(PIECE).zip(q.chunks_mut(PIECE))).enumerate() {
         let vp = if V {
             &mut v[p * PIECE..p * PIECE + xp.len()]
         } else {
@@ -348,7 +385,9 @@ fn group_lanes<I: Float, Q: QOut, const V: bool>(
             for i in 0..L {
                 let (code, val, cl, fl, nr) = one(xa[i]);
                 qa[i] = Q::put(code, mask);
-                va[i] = val;
+                if V {
+                    va[i] = val;
+                }
                 cls[i] += cl;
                 fls[i] += fl;
                 near[i] |= nr;
@@ -564,6 +603,11 @@ mod store {
     pub trait QOut: Copy + Default + Send + Sync + 'static {
         /// `q` as stored (`mask = 2^bits − 1` for a code).
         fn put(q: i32, mask: u32) -> Self;
+        /// The slice as bytes when the stored type is `u8` (for the byte kernel).
+        fn as_bytes(q: &mut [Self]) -> Option<&mut [u8]> {
+            let _ = q;
+            None
+        }
     }
 
     impl QOut for i32 {
@@ -584,6 +628,9 @@ mod store {
         #[inline(always)]
         fn put(q: i32, mask: u32) -> C {
             C::from_u64(u64::from(q as u32 & mask))
+        }
+        fn as_bytes(q: &mut [C]) -> Option<&mut [u8]> {
+            C::as_u8s(q)
         }
     }
 }
@@ -988,6 +1035,16 @@ mod tests {
                     check::<u16>(&x, row, &o, false);
                     check::<u16>(&x, row, &o, true);
                 }
+            }
+        }
+        // groups that end in a part of 32 (the byte kernel's eight-element steps)
+        for (glen, row) in [(40, 480), (24, 480)] {
+            for bits in [4, 8] {
+                let o = IntOptions {
+                    granularity: Granularity::Group(glen),
+                    ..IntOptions::new(bits)
+                };
+                check::<u8>(&x[..row * 40], row, &o, false);
             }
         }
         let o = IntOptions::new(12);

@@ -17,6 +17,7 @@ pub(crate) mod arith8;
 pub(crate) mod cast16;
 pub(crate) mod cast8;
 mod e2m1;
+mod intq;
 mod maxima;
 mod nvfp4te;
 mod pairs;
@@ -26,6 +27,7 @@ mod rht;
 mod scan;
 
 pub(crate) use e2m1::{e2m1_exact, e2m1_lookup};
+pub(crate) use intq::{int_codes, IntLane};
 pub(crate) use maxima::block_maxima16;
 pub(crate) use nvfp4te::te_codes;
 pub(crate) use pairs::pair_u8;
