@@ -367,43 +367,45 @@ fn group_lanes<I: Float, Q: QOut, const V: bool>(
             }
         }
     }
-    // (without values, a piece's values go to this scratch, which stays in L1)
-    let mut scratch = [I::default(); PIECE];
-    let pieces = if done { 0 } else { xs.len() };
-    for (p, (xp, qp)) in (xs[..pieces].chunks(PIECE).zip(q.chunks_mut(PIECE))).enumerate() {
-        let vp = if V {
-            &mut v[p * PIECE..p * PIECE + xp.len()]
-        } else {
-            &mut scratch[..xp.len()]
-        };
-        let (mut cls, mut fls, mut near) = ([0u32; L], [0u32; L], [false; L]);
-        for ((xa, va), qa) in xp
-            .chunks_exact(L)
-            .zip(vp.chunks_exact_mut(L))
-            .zip(qp.chunks_exact_mut(L))
-        {
-            for i in 0..L {
-                let (code, val, cl, fl, nr) = one(xa[i]);
-                qa[i] = Q::put(code, mask);
-                if V {
-                    va[i] = val;
+    // (the portable step: without AVX2, with values, or into wider codes)
+    if !done {
+        // (without values, a piece's values go to this scratch, which stays in L1)
+        let mut scratch = [I::default(); PIECE];
+        for (p, (xp, qp)) in xs.chunks(PIECE).zip(q.chunks_mut(PIECE)).enumerate() {
+            let vp = if V {
+                &mut v[p * PIECE..p * PIECE + xp.len()]
+            } else {
+                &mut scratch[..xp.len()]
+            };
+            let (mut cls, mut fls, mut near) = ([0u32; L], [0u32; L], [false; L]);
+            for ((xa, va), qa) in xp
+                .chunks_exact(L)
+                .zip(vp.chunks_exact_mut(L))
+                .zip(qp.chunks_exact_mut(L))
+            {
+                for i in 0..L {
+                    let (code, val, cl, fl, nr) = one(xa[i]);
+                    qa[i] = Q::put(code, mask);
+                    if V {
+                        va[i] = val;
+                    }
+                    cls[i] += cl;
+                    fls[i] += fl;
+                    near[i] |= nr;
                 }
-                cls[i] += cl;
-                fls[i] += fl;
-                near[i] |= nr;
             }
-        }
-        if near.iter().any(|&n| n) {
-            for ((&xi, vi), qi) in xp.iter().zip(vp.iter_mut()).zip(qp.iter_mut()) {
-                let (code, val, cl, fl) = exact(xi);
-                (*qi, *vi) = (Q::put(code, mask), val);
-                tail = (tail.0 + cl, tail.1 + fl);
+            if near.iter().any(|&n| n) {
+                for ((&xi, vi), qi) in xp.iter().zip(vp.iter_mut()).zip(qp.iter_mut()) {
+                    let (code, val, cl, fl) = exact(xi);
+                    (*qi, *vi) = (Q::put(code, mask), val);
+                    tail = (tail.0 + cl, tail.1 + fl);
+                }
+                continue;
             }
-            continue;
-        }
-        for i in 0..L {
-            clipped[i] += cls[i];
-            flushed[i] += fls[i];
+            for i in 0..L {
+                clipped[i] += cls[i];
+                flushed[i] += fls[i];
+            }
         }
     }
     let at = xs.len();
