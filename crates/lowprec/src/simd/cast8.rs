@@ -263,6 +263,18 @@ pub(crate) mod x86 {
         l.iter().sum()
     }
 
+    /// Store the 32 codes of four vectors of 32-bit lanes (every lane below 256) at `at`, in
+    /// lane order: one unsigned pack tree and one 32-byte store (the byte kernels' output).
+    #[inline(always)]
+    pub(crate) unsafe fn store_bytes32(at: *mut u8, c: [__m256i; 4]) {
+        let b = _mm256_packus_epi16(
+            _mm256_packus_epi32(c[0], c[1]),
+            _mm256_packus_epi32(c[2], c[3]),
+        );
+        let o = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        _mm256_storeu_si256(at.cast(), o);
+    }
+
     /// The sum of the eight 32-bit lanes of `v`, unsigned (the kernels' lane counters).
     #[inline(always)]
     pub(crate) unsafe fn sum_u32_lanes(v: __m256i) -> u64 {

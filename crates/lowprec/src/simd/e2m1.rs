@@ -299,7 +299,7 @@ mod x86 {
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use super::*;
-    use crate::simd::cast8::x86::sum_u32_lanes;
+    use crate::simd::cast8::x86::{store_bytes32, sum_u32_lanes};
     use std::arch::x86_64::*;
 
     /// The lanes' quarter index is `j = clamp(idx, BASE, IDX_HI) − BASE` (0–22): one below
@@ -374,17 +374,6 @@ mod avx2 {
         let b = _mm256_packus_epi16(w, w);
         let o = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 0, 0, 0));
         _mm_storeu_si128(at.cast(), _mm256_castsi256_si128(o));
-    }
-
-    /// Store the 32 codes of four vectors of codes at `at` (one pack tree, one store).
-    #[inline(always)]
-    unsafe fn store32(at: *mut u8, c: [__m256i; 4]) {
-        let b = _mm256_packus_epi16(
-            _mm256_packus_epi32(c[0], c[1]),
-            _mm256_packus_epi32(c[2], c[3]),
-        );
-        let o = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-        _mm256_storeu_si256(at.cast(), o);
     }
 
     /// Store the eight values `v` with the signs of `x` at `at`.
@@ -510,7 +499,7 @@ mod avx2 {
         while k + 2 <= nb {
             let p = block::<VALUES>(t, (x, scales, k), v, &mut c, flagged);
             let q = block::<VALUES>(t, (x, scales, k + 1), v, &mut c, flagged);
-            store32(codes.as_mut_ptr().add(16 * k), [p[0], p[1], q[0], q[1]]);
+            store_bytes32(codes.as_mut_ptr().add(16 * k), [p[0], p[1], q[0], q[1]]);
             k += 2;
         }
         if k < nb {

@@ -60,7 +60,7 @@ pub(crate) fn int_codes(x: &[f32], q: &mut [u8], k: &IntLane) -> Option<IntPiece
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{IntLane, IntPiece};
-    use crate::simd::cast8::x86::sum_u32_lanes;
+    use crate::simd::cast8::x86::{store_bytes32, sum_u32_lanes};
     use std::arch::x86_64::*;
 
     /// The constants in lanes.
@@ -143,10 +143,8 @@ mod x86 {
             let v1 = eight(&c, &xs[8..], &mut cl, &mut fl, &mut near);
             let v2 = eight(&c, &xs[16..], &mut cl, &mut fl, &mut near);
             let v3 = eight(&c, &xs[24..], &mut cl, &mut fl, &mut near);
-            // codes below 256: the unsigned packs keep them; then the quads in order
-            let b = _mm256_packus_epi16(_mm256_packus_epi32(v0, v1), _mm256_packus_epi32(v2, v3));
-            let o = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            _mm256_storeu_si256(qs.as_mut_ptr().cast(), o);
+            // (codes below 256: the unsigned packs keep them)
+            store_bytes32(qs.as_mut_ptr(), [v0, v1, v2, v3]);
         }
         for (xs, qs) in x[whole..]
             .chunks_exact(8)
